@@ -1,0 +1,64 @@
+# dlock: lease-style distributed locks with fencing tokens for PostgreSQL
+
+EXTENSION = dlock
+EXTVERSION = $(shell sed -n "s/^default_version[[:space:]]*=[[:space:]]*'\([^']*\)'.*/\1/p" $(EXTENSION).control)
+
+MODULE_big = dlock
+OBJS = \
+	src/api.o \
+	src/dlock.o \
+	src/fence.o \
+	src/lease.o \
+	src/token.o \
+	src/wait.o
+
+DATA = $(wildcard $(EXTENSION)--*.sql)
+
+REGRESS = $(patsubst sql/%.sql,%,$(sort $(wildcard sql/*.sql)))
+REGRESS_OPTS = --inputdir=.
+
+ISOLATION = $(patsubst test/specs/%.spec,%,$(sort $(wildcard test/specs/*.spec)))
+ISOLATION_OPTS = --inputdir=test
+
+TAP_TESTS = 1
+PROVE_TESTS = test/t/*.pl
+
+PG_CPPFLAGS = -I$(srcdir)/src
+# PostgreSQL's own headers have unused parameters, hence the one exception.
+PG_CFLAGS = -Wall -Wextra -Wno-unused-parameter
+
+PG_CONFIG ?= pg_config
+
+# "make check", "make demo" and "make bench" drive a whole run from a clean
+# machine (packages, build, install, a throwaway cluster): they do not need
+# PGXS themselves, and must not collide with its own "check" target.
+DRIVER_GOALS = check demo bench
+ifneq ($(filter $(DRIVER_GOALS),$(MAKECMDGOALS)),)
+
+.PHONY: $(DRIVER_GOALS)
+check:
+	@bash test/run check
+demo:
+	@bash test/run demo
+bench:
+	@bash test/run bench
+
+else
+
+PGXS := $(shell $(PG_CONFIG) --pgxs)
+include $(PGXS)
+
+# Each suite on its own, so that the "make check" driver can count them.
+.PHONY: installcheck-regress installcheck-isolation installcheck-tap installcheck-pgtap
+installcheck-regress: submake $(REGRESS_PREP)
+	$(pg_regress_installcheck) $(REGRESS_OPTS) $(REGRESS)
+installcheck-isolation: submake
+	$(pg_isolation_regress_installcheck) $(ISOLATION_OPTS) $(ISOLATION)
+installcheck-tap:
+	$(prove_installcheck)
+installcheck-pgtap:
+	pg_prove --verbose --ext .sql -r test/pgtap
+
+installcheck: installcheck-pgtap
+
+endif

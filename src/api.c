@@ -1,0 +1,198 @@
+/*-------------------------------------------------------------------------
+ *
+ * api.c
+ *		The SQL-callable functions of dlock (except the dlock_fence trigger,
+ *		which lives in fence.c).
+ *
+ * None of them is STRICT; every argument is checked in dlock.c before
+ * anything is looked at or changed.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "miscadmin.h"
+#include "utils/acl.h"
+#include "utils/builtins.h"
+#include "utils/timestamp.h"
+
+#include "dlock.h"
+
+PG_FUNCTION_INFO_V1(dlock_acquire);
+PG_FUNCTION_INFO_V1(dlock_release);
+PG_FUNCTION_INFO_V1(dlock_renew);
+PG_FUNCTION_INFO_V1(dlock_check);
+PG_FUNCTION_INFO_V1(dlock_assert);
+
+/* Would an acquire by owner renew this (held) lease rather than wait? */
+static bool
+IsOwnerRenewal(const DlockLease *lease, const char *owner)
+{
+	return owner != NULL && lease->owner != NULL &&
+		strcmp(owner, lease->owner) == 0 &&
+		has_privs_of_role(GetUserId(), lease->role);
+}
+
+/*
+ * Only the role that acquired a lease, its members and superusers may
+ * release or renew it, even with the right token.
+ */
+static void
+CheckHolderRole(const DlockLease *lease, text *name, const char *action)
+{
+	const char *holder;
+
+	if (has_privs_of_role(GetUserId(), lease->role))
+		return;
+	holder = GetUserNameFromId(lease->role, true);
+	ereport(ERROR,
+			(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+			 errmsg("permission denied to %s lock \"%s\"",
+					action, text_to_cstring(name)),
+			 holder ?
+			 errdetail("The lease is held by role \"%s\".", holder) :
+			 errdetail("The lease is held by a role that no longer exists.")));
+}
+
+/*
+ * dlock_acquire(name, ttl, wait, owner): a new token if the lease was free,
+ * the same token if owner renews its own lease, NULL if still busy after
+ * waiting up to wait.
+ */
+Datum
+dlock_acquire(PG_FUNCTION_ARGS)
+{
+	text	   *name = DlockNameArg(fcinfo, 0);
+	TimestampTz start = GetCurrentTimestamp();
+	int64		wait_usecs;
+	char	   *owner;
+	TimestampTz deadline;
+	const DlockRelations *rels;
+	LOCKTAG		tag;
+
+	(void) DlockExpiryArg(fcinfo, 1, start);
+	wait_usecs = DlockWaitArg(fcinfo, 2);
+	owner = DlockOwnerArg(fcinfo, 3);
+	PreventCommandIfReadOnly("dlock_acquire()");
+
+	rels = DlockGetRelations(fcinfo);
+	NameLockTag(name, &tag);
+	deadline = start + wait_usecs;
+
+	for (;;)
+	{
+		TimestampTz now = GetCurrentTimestamp();
+		DlockLease	lease;
+
+		/* The busy path: one index lookup, no lock, no transaction ID. */
+		LeaseFetch(rels, name, &lease);
+		if ((!LeaseIsHeld(&lease, now) || IsOwnerRenewal(&lease, owner)) &&
+			NameLockTry(&tag, DLOCK_LOCK_STATE))
+		{
+			/* Decide again on the state nobody can change now. */
+			now = GetCurrentTimestamp();
+			LeaseFetch(rels, name, &lease);
+			if (LeaseIsHeld(&lease, now) && IsOwnerRenewal(&lease, owner))
+			{
+				LeaseSetExpiry(rels, name, &lease,
+							   DlockExpiryArg(fcinfo, 1, now));
+				PG_RETURN_INT64(lease.token);
+			}
+			if (!LeaseIsHeld(&lease, now) &&
+				NameLockTry(&tag, DLOCK_LOCK_HANDOVER))
+			{
+				int64		token = TokenDraw(rels);
+
+				now = GetCurrentTimestamp();
+				LeaseWriteNew(rels, name, &lease, token, owner, now,
+							  DlockExpiryArg(fcinfo, 1, now));
+				PG_RETURN_INT64(token);
+			}
+			NameLockGiveBack(&tag, DLOCK_LOCK_STATE);
+		}
+
+		if (now >= deadline)
+			PG_RETURN_NULL();
+		WaitForLeaseChange(now, deadline, &lease, start);
+	}
+}
+
+/* dlock_release(name, token): true if token held the lease and freed it. */
+Datum
+dlock_release(PG_FUNCTION_ARGS)
+{
+	text	   *name = DlockNameArg(fcinfo, 0);
+	int64		token = DlockTokenArg(fcinfo, 1);
+	const DlockRelations *rels;
+	LOCKTAG		tag;
+	DlockLease	lease;
+	TimestampTz now;
+
+	PreventCommandIfReadOnly("dlock_release()");
+	rels = DlockGetRelations(fcinfo);
+	NameLockTag(name, &tag);
+	NameLockWait(&tag, DLOCK_LOCK_STATE);
+
+	LeaseFetch(rels, name, &lease);
+	now = GetCurrentTimestamp();
+	if (!LeaseIsHeld(&lease, now) || lease.token != token)
+	{
+		NameLockGiveBack(&tag, DLOCK_LOCK_STATE);
+		PG_RETURN_BOOL(false);
+	}
+	CheckHolderRole(&lease, name, "release");
+	LeaseSetReleased(rels, name, &lease, now);
+	PG_RETURN_BOOL(true);
+}
+
+/* dlock_renew(name, token, ttl): true if token holds the lease, now longer. */
+Datum
+dlock_renew(PG_FUNCTION_ARGS)
+{
+	text	   *name = DlockNameArg(fcinfo, 0);
+	int64		token = DlockTokenArg(fcinfo, 1);
+	const DlockRelations *rels;
+	LOCKTAG		tag;
+	DlockLease	lease;
+	TimestampTz now;
+
+	(void) DlockExpiryArg(fcinfo, 2, GetCurrentTimestamp());
+	PreventCommandIfReadOnly("dlock_renew()");
+	rels = DlockGetRelations(fcinfo);
+	NameLockTag(name, &tag);
+	NameLockWait(&tag, DLOCK_LOCK_STATE);
+
+	LeaseFetch(rels, name, &lease);
+	now = GetCurrentTimestamp();
+	if (!LeaseIsHeld(&lease, now) || lease.token != token)
+	{
+		NameLockGiveBack(&tag, DLOCK_LOCK_STATE);
+		PG_RETURN_BOOL(false);
+	}
+	CheckHolderRole(&lease, name, "renew");
+	LeaseSetExpiry(rels, name, &lease, DlockExpiryArg(fcinfo, 2, now));
+	PG_RETURN_BOOL(true);
+}
+
+/* dlock_check(name, token): does token hold the lease now? */
+Datum
+dlock_check(PG_FUNCTION_ARGS)
+{
+	text	   *name = DlockNameArg(fcinfo, 0);
+	int64		token = DlockTokenArg(fcinfo, 1);
+
+	PreventCommandDuringRecovery("dlock_check()");
+	PG_RETURN_BOOL(FenceCheck(DlockGetRelations(fcinfo), name, token, false));
+}
+
+/* dlock_assert(name, token): dlock_check that raises LK001 instead of false. */
+Datum
+dlock_assert(PG_FUNCTION_ARGS)
+{
+	text	   *name = DlockNameArg(fcinfo, 0);
+	int64		token = DlockTokenArg(fcinfo, 1);
+
+	PreventCommandDuringRecovery("dlock_assert()");
+	(void) FenceCheck(DlockGetRelations(fcinfo), name, token, true);
+	PG_RETURN_VOID();
+}

@@ -1,0 +1,136 @@
+/*-------------------------------------------------------------------------
+ *
+ * dlock.h
+ *		Shared declarations of the dlock extension.
+ *
+ * Locking protocol
+ * ----------------
+ * A lease is one row of @extschema@.dlock_lease, keyed by its name.  The row
+ * is the source of truth; it is only ever read with the latest committed
+ * state (SnapshotSelf), never with the caller's snapshot, and only ever
+ * changed by the C functions of this extension.
+ *
+ * Every change to a lease row happens while the changing transaction holds
+ * a transaction-level advisory lock on the name's key, in the two-int4 form
+ * (DLOCK_ADVISORY_CLASS, hash of the name).  Three lock modes are used on
+ * that one key:
+ *
+ *	DLOCK_LOCK_CHECK  (RowShareLock) is taken by dlock_check, dlock_assert and
+ *		dlock_fence when they vouch for a token, and kept until the checking
+ *		transaction ends.  It conflicts only with DLOCK_LOCK_HANDOVER.
+ *	DLOCK_LOCK_STATE  (ShareUpdateExclusiveLock) is taken by every change of
+ *		the row (acquire, release, renew).  It conflicts with itself and with
+ *		DLOCK_LOCK_HANDOVER, not with DLOCK_LOCK_CHECK, so a holder can
+ *		release or renew while somebody else's check is open.
+ *	DLOCK_LOCK_HANDOVER  (ExclusiveLock) is taken in addition, after
+ *		DLOCK_LOCK_STATE, by an acquire that hands the lease to a new holder.
+ *		It conflicts with all three.
+ *
+ * A lock that changed the row is kept until the transaction ends, so nobody
+ * decides on a state that is not yet committed.  A lock whose holder found
+ * nothing to change is given back at once.  dlock_acquire only ever tries
+ * its locks without waiting, and never holds one while it sleeps, so it
+ * cannot block a holder's release and cannot take part in a deadlock.
+ *
+ * Tokens come from @extschema@.dlock_token_seq (CACHE 1, NO CYCLE), drawn
+ * only while both locks of a hand-over are held.  The acquiring transaction
+ * is forced to commit synchronously (ForceSyncCommit), so a token the client
+ * has seen is never handed out again after a crash.
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef DLOCK_H
+#define DLOCK_H
+
+#include "postgres.h"
+
+#include "fmgr.h"
+#include "storage/itemptr.h"
+#include "storage/lock.h"
+#include "utils/timestamp.h"
+
+/* First key of every dlock advisory lock: "DLK" in ASCII, 0x00444c4b. */
+#define DLOCK_ADVISORY_CLASS	4475979
+
+#define DLOCK_LOCK_CHECK		RowShareLock
+#define DLOCK_LOCK_STATE		ShareUpdateExclusiveLock
+#define DLOCK_LOCK_HANDOVER		ExclusiveLock
+
+#define DLOCK_MAX_NAME_BYTES	255
+#define DLOCK_MAX_OWNER_BYTES	255
+
+/* SQLSTATE LK001: stale fencing token */
+#define ERRCODE_DLOCK_STALE_TOKEN	MAKE_SQLSTATE('L','K','0','0','1')
+
+/* Columns of @extschema@.dlock_lease, in order. */
+#define Anum_dlock_lease_name			1
+#define Anum_dlock_lease_token			2
+#define Anum_dlock_lease_owner			3
+#define Anum_dlock_lease_role			4
+#define Anum_dlock_lease_acquired_at	5
+#define Anum_dlock_lease_expires_at		6
+#define Anum_dlock_lease_released_at	7
+#define Natts_dlock_lease				7
+
+/* The relations of the installed extension (dlock.c). */
+typedef struct DlockRelations
+{
+	Oid			lease_table;
+	Oid			lease_index;
+	Oid			token_seq;
+} DlockRelations;
+
+/* One lease row, as last committed (lease.c). */
+typedef struct DlockLease
+{
+	bool		found;			/* false: the name was never acquired */
+	ItemPointerData tid;
+	int64		token;
+	char	   *owner;			/* palloc'd, NULL when anonymous */
+	Oid			role;
+	TimestampTz acquired_at;
+	TimestampTz expires_at;
+	bool		released;
+	TimestampTz released_at;
+} DlockLease;
+
+/* GUCs (dlock.c) */
+extern int	dlock_max_ttl;
+
+/* dlock.c */
+extern const DlockRelations *DlockGetRelations(FunctionCallInfo fcinfo);
+extern text *DlockNameArg(FunctionCallInfo fcinfo, int argno);
+extern int64 DlockTokenArg(FunctionCallInfo fcinfo, int argno);
+extern TimestampTz DlockExpiryArg(FunctionCallInfo fcinfo, int argno,
+								  TimestampTz now);
+extern int64 DlockWaitArg(FunctionCallInfo fcinfo, int argno);
+extern char *DlockOwnerArg(FunctionCallInfo fcinfo, int argno);
+
+/* lease.c */
+extern void LeaseFetch(const DlockRelations *rels, text *name,
+					   DlockLease *lease);
+extern bool LeaseIsHeld(const DlockLease *lease, TimestampTz now);
+extern void LeaseWriteNew(const DlockRelations *rels, text *name,
+						  DlockLease *lease, int64 token, const char *owner,
+						  TimestampTz now, TimestampTz expires_at);
+extern void LeaseSetExpiry(const DlockRelations *rels, text *name,
+						   DlockLease *lease, TimestampTz expires_at);
+extern void LeaseSetReleased(const DlockRelations *rels, text *name,
+							 DlockLease *lease, TimestampTz now);
+
+/* token.c */
+extern int64 TokenDraw(const DlockRelations *rels);
+
+/* wait.c */
+extern void NameLockTag(text *name, LOCKTAG *tag);
+extern bool NameLockTry(const LOCKTAG *tag, LOCKMODE mode);
+extern void NameLockWait(const LOCKTAG *tag, LOCKMODE mode);
+extern void NameLockGiveBack(const LOCKTAG *tag, LOCKMODE mode);
+extern void WaitForLeaseChange(TimestampTz now, TimestampTz deadline,
+							   const DlockLease *lease, TimestampTz wait_start);
+
+/* fence.c */
+extern bool FenceCheck(const DlockRelations *rels, text *name, int64 token,
+					   bool raise);
+
+#endif							/* DLOCK_H */

@@ -1,0 +1,194 @@
+/*-------------------------------------------------------------------------
+ *
+ * fence.c
+ *		Fencing: vouching for a token (dlock_check, dlock_assert) and the
+ *		dlock_fence() trigger that rejects rows carrying a stale token.
+ *
+ * A check that succeeds keeps DLOCK_LOCK_CHECK on the name until the
+ * checking transaction ends.  That lock conflicts only with the hand-over
+ * lock of dlock_acquire, so the lease cannot change hands before a write
+ * guarded by the check commits or aborts, while the holder can still renew
+ * or release it.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "catalog/pg_type.h"
+#include "commands/trigger.h"
+#include "executor/spi.h"
+#include "miscadmin.h"
+#include "utils/builtins.h"
+#include "utils/rel.h"
+
+#include "dlock.h"
+
+PG_FUNCTION_INFO_V1(dlock_fence);
+
+/* Raise LK001 for a token that does not hold the lease, saying why. */
+static void
+FenceReject(text *name, int64 token, const DlockLease *lease)
+{
+	const char *why;
+
+	if (!lease->found)
+		why = "The lock has never been acquired.";
+	else if (lease->token > token)
+		why = "The lock has since been acquired with a newer token.";
+	else if (lease->token < token)
+		why = "This token was never issued for this lock.";
+	else if (lease->released)
+		why = "The lease was released.";
+	else
+		why = "The lease expired.";
+
+	ereport(ERROR,
+			(errcode(ERRCODE_DLOCK_STALE_TOKEN),
+			 errmsg("stale fencing token %lld for lock \"%s\"",
+					(long long) token, text_to_cstring(name)),
+			 errdetail_internal("%s", why)));
+}
+
+/*
+ * Is token the current unexpired holder of the lease?  On true, the lease
+ * cannot change hands until this transaction ends.  With raise, a false
+ * becomes an LK001 error.
+ */
+bool
+FenceCheck(const DlockRelations *rels, text *name, int64 token, bool raise)
+{
+	LOCKTAG		tag;
+	DlockLease	lease;
+	TimestampTz now;
+
+	NameLockTag(name, &tag);
+	NameLockWait(&tag, DLOCK_LOCK_CHECK);
+	LeaseFetch(rels, name, &lease);
+	now = GetCurrentTimestamp();
+	if (LeaseIsHeld(&lease, now) && lease.token == token)
+		return true;
+
+	NameLockGiveBack(&tag, DLOCK_LOCK_CHECK);
+	if (raise)
+		FenceReject(name, token, &lease);
+	return false;
+}
+
+/* The attribute number of a column named in the trigger's arguments. */
+static int
+FenceColumn(Relation rel, const char *colname, const char *role,
+			Oid typid, Oid alt_typid)
+{
+	TupleDesc	tupdesc = RelationGetDescr(rel);
+	int			attnum = SPI_fnumber(tupdesc, colname);
+	Oid			atttype;
+
+	if (attnum == SPI_ERROR_NOATTRIBUTE || attnum <= 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_COLUMN),
+				 errmsg("column \"%s\" of relation \"%s\" does not exist",
+						colname, RelationGetRelationName(rel)),
+				 errdetail("Trigger function dlock_fence() names it as the %s column.",
+						   role)));
+	atttype = TupleDescAttr(tupdesc, attnum - 1)->atttypid;
+	if (atttype != typid && atttype != alt_typid)
+		ereport(ERROR,
+				(errcode(ERRCODE_DATATYPE_MISMATCH),
+				 errmsg("column \"%s\" of relation \"%s\" has type %s, but the %s column must be of type %s",
+						colname, RelationGetRelationName(rel),
+						format_type_be(atttype), role, format_type_be(typid))));
+	return attnum;
+}
+
+/*
+ * dlock_fence(lock, token_column [, kind]): BEFORE INSERT OR UPDATE ... FOR
+ * EACH ROW trigger that lets a row through only if its token column holds
+ * the lease.  lock is the lock name, or with kind 'column' the name of a
+ * text column that holds the lock name.
+ */
+Datum
+dlock_fence(PG_FUNCTION_ARGS)
+{
+	TriggerData *trigdata = (TriggerData *) fcinfo->context;
+	Trigger    *trigger;
+	Relation	rel;
+	HeapTuple	tuple;
+	bool		isnull;
+	int			attnum;
+	int64		token;
+	text	   *name;
+	int			len;
+
+	if (!CALLED_AS_TRIGGER(fcinfo))
+		ereport(ERROR,
+				(errcode(ERRCODE_E_R_I_E_TRIGGER_PROTOCOL_VIOLATED),
+				 errmsg("function \"dlock_fence\" was not called by trigger manager")));
+	if (!TRIGGER_FIRED_BEFORE(trigdata->tg_event) ||
+		!TRIGGER_FIRED_FOR_ROW(trigdata->tg_event) ||
+		!(TRIGGER_FIRED_BY_INSERT(trigdata->tg_event) ||
+		  TRIGGER_FIRED_BY_UPDATE(trigdata->tg_event)))
+		ereport(ERROR,
+				(errcode(ERRCODE_E_R_I_E_TRIGGER_PROTOCOL_VIOLATED),
+				 errmsg("function \"dlock_fence\" must be fired BEFORE INSERT OR UPDATE FOR EACH ROW")));
+
+	trigger = trigdata->tg_trigger;
+	rel = trigdata->tg_relation;
+	if (trigger->tgnargs != 2 && trigger->tgnargs != 3)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("trigger \"%s\" on relation \"%s\" passes %d arguments to dlock_fence(), but it takes 2 or 3",
+						trigger->tgname, RelationGetRelationName(rel),
+						trigger->tgnargs),
+				 errhint("Use dlock_fence('lock name', 'token column') or dlock_fence('lock name column', 'token column', 'column').")));
+	if (trigger->tgnargs == 3 &&
+		strcmp(trigger->tgargs[2], "column") != 0 &&
+		strcmp(trigger->tgargs[2], "name") != 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("third argument of dlock_fence() in trigger \"%s\" must be \"name\" or \"column\", not \"%s\"",
+						trigger->tgname, trigger->tgargs[2])));
+
+	PreventCommandDuringRecovery("dlock_fence()");
+
+	tuple = TRIGGER_FIRED_BY_UPDATE(trigdata->tg_event) ?
+		trigdata->tg_newtuple : trigdata->tg_trigtuple;
+
+	attnum = FenceColumn(rel, trigger->tgargs[1], "token", INT8OID, INT8OID);
+	token = DatumGetInt64(SPI_getbinval(tuple, RelationGetDescr(rel), attnum,
+										&isnull));
+	if (isnull)
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("fencing token must not be null"),
+				 errdetail("Column \"%s\" of relation \"%s\" is null.",
+						   trigger->tgargs[1], RelationGetRelationName(rel))));
+
+	if (trigger->tgnargs == 3 && strcmp(trigger->tgargs[2], "column") == 0)
+	{
+		Datum		value;
+
+		attnum = FenceColumn(rel, trigger->tgargs[0], "lock name",
+							 TEXTOID, VARCHAROID);
+		value = SPI_getbinval(tuple, RelationGetDescr(rel), attnum, &isnull);
+		if (isnull)
+			ereport(ERROR,
+					(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+					 errmsg("lock name must not be null"),
+					 errdetail("Column \"%s\" of relation \"%s\" is null.",
+							   trigger->tgargs[0], RelationGetRelationName(rel))));
+		name = DatumGetTextPP(value);
+	}
+	else
+		name = cstring_to_text(trigger->tgargs[0]);
+
+	len = VARSIZE_ANY_EXHDR(name);
+	if (len == 0 || len > DLOCK_MAX_NAME_BYTES)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("lock name must have 1 to %d bytes, not %d",
+						DLOCK_MAX_NAME_BYTES, len)));
+
+	(void) FenceCheck(DlockGetRelations(fcinfo), name, token, true);
+
+	return PointerGetDatum(tuple);
+}

@@ -1,0 +1,190 @@
+/*-------------------------------------------------------------------------
+ *
+ * lease.c
+ *		Reading and writing lease rows of @extschema@.dlock_lease.
+ *
+ * Reads use SnapshotSelf: the latest committed version of the row plus this
+ * transaction's own changes, whatever the caller's isolation level.  No
+ * predicate locks are taken for it, so SERIALIZABLE callers get no
+ * serialization failures from dlock's own reads.  Writes go straight to the
+ * heap and the primary key index; the caller must hold DLOCK_LOCK_STATE on
+ * the name (see dlock.h), so nobody else changes the row meanwhile.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/genam.h"
+#include "access/heapam.h"
+#include "access/htup_details.h"
+#include "access/skey.h"
+#include "access/stratnum.h"
+#include "access/table.h"
+#include "access/xact.h"
+#include "catalog/index.h"
+#include "miscadmin.h"
+#include "nodes/execnodes.h"
+#include "utils/builtins.h"
+#include "utils/fmgroids.h"
+#include "utils/rel.h"
+#include "utils/snapmgr.h"
+
+#include "compat.h"
+#include "dlock.h"
+
+/* Fill *lease with the latest committed state of the lease called name. */
+void
+LeaseFetch(const DlockRelations *rels, text *name, DlockLease *lease)
+{
+	Relation	rel;
+	ScanKeyData key;
+	SysScanDesc scan;
+	HeapTuple	tuple;
+
+	memset(lease, 0, sizeof(DlockLease));
+
+	rel = table_open(rels->lease_table, AccessShareLock);
+	ScanKeyInit(&key, Anum_dlock_lease_name, BTEqualStrategyNumber,
+				F_TEXTEQ, PointerGetDatum(name));
+	scan = systable_beginscan(rel, rels->lease_index, true, SnapshotSelf,
+							  1, &key);
+	tuple = systable_getnext(scan);
+	if (HeapTupleIsValid(tuple))
+	{
+		Datum		values[Natts_dlock_lease];
+		bool		nulls[Natts_dlock_lease];
+
+		if (RelationGetDescr(rel)->natts != Natts_dlock_lease)
+			elog(ERROR, "relation \"%s\" has %d columns, expected %d",
+				 RelationGetRelationName(rel), RelationGetDescr(rel)->natts,
+				 Natts_dlock_lease);
+		heap_deform_tuple(tuple, RelationGetDescr(rel), values, nulls);
+
+		lease->found = true;
+		lease->tid = tuple->t_self;
+		lease->token = DatumGetInt64(values[Anum_dlock_lease_token - 1]);
+		lease->owner = nulls[Anum_dlock_lease_owner - 1] ? NULL :
+			TextDatumGetCString(values[Anum_dlock_lease_owner - 1]);
+		lease->role = DatumGetObjectId(values[Anum_dlock_lease_role - 1]);
+		lease->acquired_at =
+			DatumGetTimestampTz(values[Anum_dlock_lease_acquired_at - 1]);
+		lease->expires_at =
+			DatumGetTimestampTz(values[Anum_dlock_lease_expires_at - 1]);
+		lease->released = !nulls[Anum_dlock_lease_released_at - 1];
+		if (lease->released)
+			lease->released_at =
+				DatumGetTimestampTz(values[Anum_dlock_lease_released_at - 1]);
+	}
+	systable_endscan(scan);
+	table_close(rel, AccessShareLock);
+}
+
+/* Is the lease held by somebody at the time now? */
+bool
+LeaseIsHeld(const DlockLease *lease, TimestampTz now)
+{
+	return lease->found && !lease->released && lease->expires_at > now;
+}
+
+/*
+ * Write *lease as the new state of the row called name: an update of the
+ * version that was fetched, or an insert for a name never seen before.
+ */
+static void
+LeaseStore(const DlockRelations *rels, text *name, DlockLease *lease)
+{
+	Relation	rel;
+	Datum		values[Natts_dlock_lease];
+	bool		nulls[Natts_dlock_lease];
+	HeapTuple	tuple;
+	bool		need_index;
+	bool		is_update = ItemPointerIsValid(&lease->tid);
+
+	memset(nulls, false, sizeof(nulls));
+	values[Anum_dlock_lease_name - 1] = PointerGetDatum(name);
+	values[Anum_dlock_lease_token - 1] = Int64GetDatum(lease->token);
+	if (lease->owner)
+		values[Anum_dlock_lease_owner - 1] = CStringGetTextDatum(lease->owner);
+	else
+		nulls[Anum_dlock_lease_owner - 1] = true;
+	values[Anum_dlock_lease_role - 1] = ObjectIdGetDatum(lease->role);
+	values[Anum_dlock_lease_acquired_at - 1] =
+		TimestampTzGetDatum(lease->acquired_at);
+	values[Anum_dlock_lease_expires_at - 1] =
+		TimestampTzGetDatum(lease->expires_at);
+	if (lease->released)
+		values[Anum_dlock_lease_released_at - 1] =
+			TimestampTzGetDatum(lease->released_at);
+	else
+		nulls[Anum_dlock_lease_released_at - 1] = true;
+
+	rel = table_open(rels->lease_table, RowExclusiveLock);
+	tuple = heap_form_tuple(RelationGetDescr(rel), values, nulls);
+	if (is_update)
+		DlockHeapUpdate(rel, &lease->tid, tuple, &need_index);
+	else
+	{
+		simple_heap_insert(rel, tuple);
+		need_index = true;
+	}
+
+	if (need_index)
+	{
+		Relation	index = index_open(rels->lease_index, RowExclusiveLock);
+		IndexInfo  *info = BuildIndexInfo(index);
+		Datum		key[1];
+		bool		key_null[1] = {false};
+
+		key[0] = PointerGetDatum(name);
+		index_insert(index, key, key_null, &tuple->t_self, rel,
+					 UNIQUE_CHECK_YES, is_update, info);
+		index_close(index, NoLock);
+	}
+
+	lease->found = true;
+	lease->tid = tuple->t_self;
+	heap_freetuple(tuple);
+	table_close(rel, NoLock);
+
+	/* Later calls in this same statement must see the new version. */
+	CommandCounterIncrement();
+}
+
+/* Hand the lease to a new holder with the given token. */
+void
+LeaseWriteNew(const DlockRelations *rels, text *name, DlockLease *lease,
+			  int64 token, const char *owner, TimestampTz now,
+			  TimestampTz expires_at)
+{
+	if (!lease->found)
+		ItemPointerSetInvalid(&lease->tid);
+	lease->token = token;
+	lease->owner = owner ? pstrdup(owner) : NULL;
+	lease->role = GetUserId();
+	lease->acquired_at = now;
+	lease->expires_at = expires_at;
+	lease->released = false;
+	lease->released_at = 0;
+	LeaseStore(rels, name, lease);
+}
+
+/* Move the expiry of a held lease. */
+void
+LeaseSetExpiry(const DlockRelations *rels, text *name, DlockLease *lease,
+			   TimestampTz expires_at)
+{
+	Assert(lease->found);
+	lease->expires_at = expires_at;
+	LeaseStore(rels, name, lease);
+}
+
+/* Mark a held lease released. */
+void
+LeaseSetReleased(const DlockRelations *rels, text *name, DlockLease *lease,
+				 TimestampTz now)
+{
+	Assert(lease->found);
+	lease->released = true;
+	lease->released_at = now;
+	LeaseStore(rels, name, lease);
+}

@@ -1,0 +1,109 @@
+/*-------------------------------------------------------------------------
+ *
+ * wait.c
+ *		The advisory locks on lock names, and waiting for a busy lease.
+ *
+ * Each name maps to one advisory lock key in the two-int4 form:
+ * (DLOCK_ADVISORY_CLASS, hash of the name), shown in pg_locks as
+ * locktype 'advisory', classid 4475979, objid the hash, objsubid 2.  Two
+ * names may share a hash; they then only serialize their short state
+ * changes, never the leases themselves.  All these locks are
+ * transaction-level, so they work behind transaction-pooling connection
+ * poolers and never outlive the transaction that took them.
+ *
+ * A waiting acquire holds none of these locks while it sleeps.  It polls
+ * the lease row (a cheap index lookup, without locks) every
+ * DLOCK_POLL_INTERVAL, and sleeps exactly until the expiry of a lease that
+ * is held, so an expiry is noticed at once.  The sleep is on the process
+ * latch, so query cancel, statement_timeout and termination interrupt it.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "common/hashfn.h"
+#include "miscadmin.h"
+#include "storage/latch.h"
+#include "storage/lock.h"
+#include "storage/proc.h"
+#include "utils/wait_event.h"
+
+#include "dlock.h"
+
+/* How often a waiter looks at a busy lease, in microseconds. */
+#define DLOCK_POLL_INTERVAL		4000
+
+void
+NameLockTag(text *name, LOCKTAG *tag)
+{
+	uint32		hash = DatumGetUInt32(hash_any((unsigned char *) VARDATA_ANY(name),
+											   VARSIZE_ANY_EXHDR(name)));
+
+	SET_LOCKTAG_ADVISORY(*tag, MyDatabaseId, DLOCK_ADVISORY_CLASS, hash, 2);
+}
+
+/* Take the lock if nobody else holds a conflicting one; never wait. */
+bool
+NameLockTry(const LOCKTAG *tag, LOCKMODE mode)
+{
+	return LockAcquire(tag, mode, false, true) != LOCKACQUIRE_NOT_AVAIL;
+}
+
+/*
+ * Take the lock, waiting as long as it takes; lock_timeout, statement_timeout,
+ * query cancel and the deadlock detector apply as for any lock.
+ */
+void
+NameLockWait(const LOCKTAG *tag, LOCKMODE mode)
+{
+	(void) LockAcquire(tag, mode, false, false);
+}
+
+/*
+ * Undo one NameLockTry or NameLockWait of this call.  The lock stays held if
+ * this transaction had taken it before.
+ */
+void
+NameLockGiveBack(const LOCKTAG *tag, LOCKMODE mode)
+{
+	if (!LockRelease(tag, mode, false))
+		elog(ERROR, "dlock advisory lock was not held");
+}
+
+/*
+ * Sleep until the lease may have changed: the next poll, the expiry of the
+ * lease if it is held, or the deadline, whichever comes first.  Raises the
+ * usual errors on query cancel, statement_timeout and lock_timeout (the
+ * whole wait counts as one lock wait).
+ */
+void
+WaitForLeaseChange(TimestampTz now, TimestampTz deadline,
+				   const DlockLease *lease, TimestampTz wait_start)
+{
+	TimestampTz until = now + DLOCK_POLL_INTERVAL;
+	long		timeout_ms;
+
+	if (LeaseIsHeld(lease, now) && lease->expires_at < until)
+		until = lease->expires_at;
+	if (deadline < until)
+		until = deadline;
+	if (LockTimeout > 0 && wait_start + (int64) LockTimeout * 1000 < until)
+		until = wait_start + (int64) LockTimeout * 1000;
+
+	/* Round up: waking before an expiry would only mean another poll. */
+	timeout_ms = (long) ((until - now + 999) / 1000);
+	if (timeout_ms < 1)
+		timeout_ms = 1;
+
+	(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
+					 timeout_ms, PG_WAIT_EXTENSION);
+	ResetLatch(MyLatch);
+	CHECK_FOR_INTERRUPTS();
+
+	if (LockTimeout > 0 &&
+		wait_start + (int64) LockTimeout * 1000 < deadline &&
+		GetCurrentTimestamp() >= wait_start + (int64) LockTimeout * 1000)
+		ereport(ERROR,
+				(errcode(ERRCODE_LOCK_NOT_AVAILABLE),
+				 errmsg("canceling statement due to lock timeout")));
+}
