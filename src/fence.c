@@ -136,9 +136,11 @@ dlock_fence(PG_FUNCTION_ARGS)
 	if (trigger->tgnargs != 2 && trigger->tgnargs != 3)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("trigger \"%s\" on relation \"%s\" passes %d arguments to dlock_fence(), but it takes 2 or 3",
-						trigger->tgname, RelationGetRelationName(rel),
-						trigger->tgnargs),
+				 errmsg_plural("trigger \"%s\" on relation \"%s\" passes %d argument to dlock_fence(), but it takes 2 or 3",
+							   "trigger \"%s\" on relation \"%s\" passes %d arguments to dlock_fence(), but it takes 2 or 3",
+							   trigger->tgnargs,
+							   trigger->tgname, RelationGetRelationName(rel),
+							   trigger->tgnargs),
 				 errhint("Use dlock_fence('lock name', 'token column') or dlock_fence('lock name column', 'token column', 'column').")));
 	if (trigger->tgnargs == 3 &&
 		strcmp(trigger->tgargs[2], "column") != 0 &&
