@@ -1,0 +1,255 @@
+-- 01_api.sql: the shape of the dlock 1.0 API, as the contract states it.
+--
+-- Every object dlock creates exists, with the exact signature, return type,
+-- language, volatility, strictness and security of the contract, and a
+-- comment.  The whole file is one transaction that is rolled back.
+BEGIN;
+CREATE EXTENSION IF NOT EXISTS pgtap;
+CREATE EXTENSION dlock;
+
+-- pg_get_function_arguments() prints interval defaults in this style.
+SET LOCAL IntervalStyle = 'postgres';
+
+SELECT plan(84);
+
+-- ---------------------------------------------------------------------------
+-- The extension
+-- ---------------------------------------------------------------------------
+SELECT has_extension('dlock', 'extension dlock is installed');
+SELECT is((SELECT extrelocatable FROM pg_catalog.pg_extension WHERE extname = 'dlock'),
+          false, 'extension dlock is not relocatable');
+SELECT set_eq(
+    $$SELECT pg_catalog.pg_describe_object(d.classid, d.objid, d.objsubid)
+        FROM pg_catalog.pg_depend AS d
+        JOIN pg_catalog.pg_extension AS e
+          ON d.refclassid = 'pg_catalog.pg_extension'::pg_catalog.regclass
+         AND d.refobjid = e.oid
+       WHERE e.extname = 'dlock' AND d.deptype = 'e'$$,
+    ARRAY['function dlock_acquire(text,interval,interval,text)',
+          'function dlock_release(text,bigint)',
+          'function dlock_renew(text,bigint,interval)',
+          'function dlock_check(text,bigint)',
+          'function dlock_assert(text,bigint)',
+          'function dlock_fence()',
+          'table dlock_lease',
+          'sequence dlock_token_seq',
+          'view dlock_leases'],
+    'extension dlock owns exactly its six functions, the table, the sequence and the view');
+SELECT ok((SELECT e.extconfig @> ARRAY[to_regclass('dlock_lease')::pg_catalog.oid,
+                                       to_regclass('dlock_token_seq')::pg_catalog.oid]
+             FROM pg_catalog.pg_extension AS e WHERE e.extname = 'dlock'),
+          'table dlock_lease and sequence dlock_token_seq are dumped by pg_dump (pg_extension_config_dump)');
+
+-- ---------------------------------------------------------------------------
+-- dlock_acquire(name text, ttl interval, wait interval DEFAULT '0', owner text DEFAULT NULL) RETURNS bigint
+-- ---------------------------------------------------------------------------
+SELECT has_function('dlock_acquire', ARRAY['text', 'interval', 'interval', 'text'],
+                    'dlock_acquire(text, interval, interval, text) exists');
+SELECT is((SELECT pg_catalog.pg_get_function_arguments(to_regprocedure('dlock_acquire(text,interval,interval,text)'))),
+          'name text, ttl interval, wait interval DEFAULT ''00:00:00''::interval, owner text DEFAULT NULL::text',
+          'dlock_acquire has arguments name, ttl, wait DEFAULT 0, owner DEFAULT NULL');
+SELECT function_returns('dlock_acquire', ARRAY['text', 'interval', 'interval', 'text'], 'bigint',
+                        'dlock_acquire returns bigint');
+SELECT function_lang_is('dlock_acquire', ARRAY['text', 'interval', 'interval', 'text'], 'c',
+                        'dlock_acquire is written in C');
+SELECT volatility_is('dlock_acquire', ARRAY['text', 'interval', 'interval', 'text'], 'volatile',
+                     'dlock_acquire is volatile');
+SELECT isnt_strict('dlock_acquire', ARRAY['text', 'interval', 'interval', 'text'],
+                   'dlock_acquire is not strict');
+SELECT isnt_definer('dlock_acquire', ARRAY['text', 'interval', 'interval', 'text'],
+                    'dlock_acquire is not security definer');
+SELECT is((SELECT proparallel FROM pg_catalog.pg_proc
+            WHERE oid = to_regprocedure('dlock_acquire(text,interval,interval,text)')),
+          'u'::"char", 'dlock_acquire is parallel unsafe');
+SELECT isnt(dlock_acquire('pgtap 01 defaults', '1 minute'), NULL,
+            'dlock_acquire can be called with name and ttl only (wait and owner have defaults)');
+SELECT isnt(dlock_acquire(owner => 'pgtap', ttl => '1 minute', name => 'pgtap 01 named'), NULL,
+            'dlock_acquire can be called with named arguments');
+
+-- ---------------------------------------------------------------------------
+-- dlock_release(name text, token bigint) RETURNS boolean
+-- ---------------------------------------------------------------------------
+SELECT has_function('dlock_release', ARRAY['text', 'bigint'],
+                    'dlock_release(text, bigint) exists');
+SELECT is((SELECT pg_catalog.pg_get_function_arguments(to_regprocedure('dlock_release(text,bigint)'))),
+          'name text, token bigint', 'dlock_release has arguments name, token');
+SELECT function_returns('dlock_release', ARRAY['text', 'bigint'], 'boolean',
+                        'dlock_release returns boolean');
+SELECT function_lang_is('dlock_release', ARRAY['text', 'bigint'], 'c',
+                        'dlock_release is written in C');
+SELECT volatility_is('dlock_release', ARRAY['text', 'bigint'], 'volatile',
+                     'dlock_release is volatile');
+SELECT isnt_strict('dlock_release', ARRAY['text', 'bigint'],
+                   'dlock_release is not strict');
+SELECT isnt_definer('dlock_release', ARRAY['text', 'bigint'],
+                    'dlock_release is not security definer');
+SELECT is((SELECT proparallel FROM pg_catalog.pg_proc
+            WHERE oid = to_regprocedure('dlock_release(text,bigint)')),
+          'u'::"char", 'dlock_release is parallel unsafe');
+
+-- ---------------------------------------------------------------------------
+-- dlock_renew(name text, token bigint, ttl interval) RETURNS boolean
+-- ---------------------------------------------------------------------------
+SELECT has_function('dlock_renew', ARRAY['text', 'bigint', 'interval'],
+                    'dlock_renew(text, bigint, interval) exists');
+SELECT is((SELECT pg_catalog.pg_get_function_arguments(to_regprocedure('dlock_renew(text,bigint,interval)'))),
+          'name text, token bigint, ttl interval', 'dlock_renew has arguments name, token, ttl');
+SELECT function_returns('dlock_renew', ARRAY['text', 'bigint', 'interval'], 'boolean',
+                        'dlock_renew returns boolean');
+SELECT function_lang_is('dlock_renew', ARRAY['text', 'bigint', 'interval'], 'c',
+                        'dlock_renew is written in C');
+SELECT volatility_is('dlock_renew', ARRAY['text', 'bigint', 'interval'], 'volatile',
+                     'dlock_renew is volatile');
+SELECT isnt_strict('dlock_renew', ARRAY['text', 'bigint', 'interval'],
+                   'dlock_renew is not strict');
+SELECT isnt_definer('dlock_renew', ARRAY['text', 'bigint', 'interval'],
+                    'dlock_renew is not security definer');
+SELECT is((SELECT proparallel FROM pg_catalog.pg_proc
+            WHERE oid = to_regprocedure('dlock_renew(text,bigint,interval)')),
+          'u'::"char", 'dlock_renew is parallel unsafe');
+
+-- ---------------------------------------------------------------------------
+-- dlock_check(name text, token bigint) RETURNS boolean
+-- ---------------------------------------------------------------------------
+SELECT has_function('dlock_check', ARRAY['text', 'bigint'],
+                    'dlock_check(text, bigint) exists');
+SELECT is((SELECT pg_catalog.pg_get_function_arguments(to_regprocedure('dlock_check(text,bigint)'))),
+          'name text, token bigint', 'dlock_check has arguments name, token');
+SELECT function_returns('dlock_check', ARRAY['text', 'bigint'], 'boolean',
+                        'dlock_check returns boolean');
+SELECT function_lang_is('dlock_check', ARRAY['text', 'bigint'], 'c',
+                        'dlock_check is written in C');
+SELECT volatility_is('dlock_check', ARRAY['text', 'bigint'], 'volatile',
+                     'dlock_check is volatile');
+SELECT isnt_strict('dlock_check', ARRAY['text', 'bigint'],
+                   'dlock_check is not strict');
+SELECT isnt_definer('dlock_check', ARRAY['text', 'bigint'],
+                    'dlock_check is not security definer');
+SELECT is((SELECT proparallel FROM pg_catalog.pg_proc
+            WHERE oid = to_regprocedure('dlock_check(text,bigint)')),
+          'u'::"char", 'dlock_check is parallel unsafe');
+
+-- ---------------------------------------------------------------------------
+-- dlock_assert(name text, token bigint) RETURNS void
+-- ---------------------------------------------------------------------------
+SELECT has_function('dlock_assert', ARRAY['text', 'bigint'],
+                    'dlock_assert(text, bigint) exists');
+SELECT is((SELECT pg_catalog.pg_get_function_arguments(to_regprocedure('dlock_assert(text,bigint)'))),
+          'name text, token bigint', 'dlock_assert has arguments name, token');
+SELECT function_returns('dlock_assert', ARRAY['text', 'bigint'], 'void',
+                        'dlock_assert returns void');
+SELECT function_lang_is('dlock_assert', ARRAY['text', 'bigint'], 'c',
+                        'dlock_assert is written in C');
+SELECT volatility_is('dlock_assert', ARRAY['text', 'bigint'], 'volatile',
+                     'dlock_assert is volatile');
+SELECT isnt_strict('dlock_assert', ARRAY['text', 'bigint'],
+                   'dlock_assert is not strict');
+SELECT isnt_definer('dlock_assert', ARRAY['text', 'bigint'],
+                    'dlock_assert is not security definer');
+SELECT is((SELECT proparallel FROM pg_catalog.pg_proc
+            WHERE oid = to_regprocedure('dlock_assert(text,bigint)')),
+          'u'::"char", 'dlock_assert is parallel unsafe');
+
+-- ---------------------------------------------------------------------------
+-- dlock_fence() RETURNS trigger
+-- ---------------------------------------------------------------------------
+SELECT has_function('dlock_fence', ARRAY[]::name[], 'dlock_fence() exists');
+SELECT function_returns('dlock_fence', ARRAY[]::name[], 'trigger',
+                        'dlock_fence returns trigger');
+SELECT function_lang_is('dlock_fence', ARRAY[]::name[], 'c',
+                        'dlock_fence is written in C');
+SELECT volatility_is('dlock_fence', ARRAY[]::name[], 'volatile',
+                     'dlock_fence is volatile');
+SELECT isnt_strict('dlock_fence', ARRAY[]::name[], 'dlock_fence is not strict');
+SELECT isnt_definer('dlock_fence', ARRAY[]::name[], 'dlock_fence is not security definer');
+
+-- No other overloads that could make a call ambiguous.
+SELECT is((SELECT pg_catalog.count(*)::integer FROM pg_catalog.pg_proc
+            WHERE proname IN ('dlock_acquire', 'dlock_release', 'dlock_renew',
+                              'dlock_check', 'dlock_assert', 'dlock_fence')),
+          6, 'each dlock function has exactly one signature');
+
+-- ---------------------------------------------------------------------------
+-- The view dlock_leases
+-- ---------------------------------------------------------------------------
+SELECT has_view('dlock_leases', 'view dlock_leases exists');
+SELECT is(ARRAY(SELECT attname::text FROM pg_catalog.pg_attribute
+                 WHERE attrelid = to_regclass('dlock_leases')
+                   AND attnum > 0 AND NOT attisdropped
+                 ORDER BY attnum),
+          ARRAY['name', 'owner', 'token', 'acquired_at', 'expires_at', 'held', 'role', 'released_at'],
+          'dlock_leases has the columns name, owner, token, acquired_at, expires_at, held, role, released_at, in that order');
+SELECT col_type_is('dlock_leases', 'name', 'text', 'dlock_leases.name is text');
+SELECT col_type_is('dlock_leases', 'owner', 'text', 'dlock_leases.owner is text');
+SELECT col_type_is('dlock_leases', 'token', 'bigint', 'dlock_leases.token is bigint');
+SELECT col_type_is('dlock_leases', 'acquired_at', 'timestamp with time zone',
+                   'dlock_leases.acquired_at is timestamptz');
+SELECT col_type_is('dlock_leases', 'expires_at', 'timestamp with time zone',
+                   'dlock_leases.expires_at is timestamptz');
+SELECT col_type_is('dlock_leases', 'held', 'boolean', 'dlock_leases.held is boolean');
+SELECT col_type_is('dlock_leases', 'role', 'regrole', 'dlock_leases.role is regrole');
+SELECT col_type_is('dlock_leases', 'released_at', 'timestamp with time zone',
+                   'dlock_leases.released_at is timestamptz');
+
+-- ---------------------------------------------------------------------------
+-- The table dlock_lease and the sequence dlock_token_seq
+-- ---------------------------------------------------------------------------
+SELECT has_table('dlock_lease', 'table dlock_lease exists');
+SELECT col_is_pk('dlock_lease', 'name', 'dlock_lease is keyed by name');
+SELECT has_sequence('dlock_token_seq', 'sequence dlock_token_seq exists');
+SELECT is((SELECT seqtypid::pg_catalog.regtype::text FROM pg_catalog.pg_sequence
+            WHERE seqrelid = to_regclass('dlock_token_seq')),
+          'bigint', 'dlock_token_seq is a bigint sequence');
+SELECT is((SELECT seqincrement FROM pg_catalog.pg_sequence
+            WHERE seqrelid = to_regclass('dlock_token_seq')),
+          1::bigint, 'dlock_token_seq counts up by 1');
+SELECT is((SELECT seqcache FROM pg_catalog.pg_sequence
+            WHERE seqrelid = to_regclass('dlock_token_seq')),
+          1::bigint, 'dlock_token_seq has CACHE 1 (tokens in order across backends)');
+SELECT is((SELECT seqcycle FROM pg_catalog.pg_sequence
+            WHERE seqrelid = to_regclass('dlock_token_seq')),
+          false, 'dlock_token_seq does not CYCLE (tokens never reused)');
+
+-- ---------------------------------------------------------------------------
+-- Comments on every object
+-- ---------------------------------------------------------------------------
+SELECT ok(pg_catalog.coalesce(pg_catalog.obj_description(e.oid, 'pg_extension'), '') <> '',
+          'extension dlock has a comment')
+  FROM pg_catalog.pg_extension AS e WHERE e.extname = 'dlock';
+SELECT ok(pg_catalog.coalesce(pg_catalog.obj_description(to_regprocedure('dlock_acquire(text,interval,interval,text)'), 'pg_proc'), '') <> '',
+          'function dlock_acquire has a comment');
+SELECT ok(pg_catalog.coalesce(pg_catalog.obj_description(to_regprocedure('dlock_release(text,bigint)'), 'pg_proc'), '') <> '',
+          'function dlock_release has a comment');
+SELECT ok(pg_catalog.coalesce(pg_catalog.obj_description(to_regprocedure('dlock_renew(text,bigint,interval)'), 'pg_proc'), '') <> '',
+          'function dlock_renew has a comment');
+SELECT ok(pg_catalog.coalesce(pg_catalog.obj_description(to_regprocedure('dlock_check(text,bigint)'), 'pg_proc'), '') <> '',
+          'function dlock_check has a comment');
+SELECT ok(pg_catalog.coalesce(pg_catalog.obj_description(to_regprocedure('dlock_assert(text,bigint)'), 'pg_proc'), '') <> '',
+          'function dlock_assert has a comment');
+SELECT ok(pg_catalog.coalesce(pg_catalog.obj_description(to_regprocedure('dlock_fence()'), 'pg_proc'), '') <> '',
+          'function dlock_fence has a comment');
+SELECT ok(pg_catalog.coalesce(pg_catalog.obj_description(to_regclass('dlock_leases'), 'pg_class'), '') <> '',
+          'view dlock_leases has a comment');
+SELECT ok(pg_catalog.coalesce(pg_catalog.obj_description(to_regclass('dlock_lease'), 'pg_class'), '') <> '',
+          'table dlock_lease has a comment');
+SELECT ok(pg_catalog.coalesce(pg_catalog.obj_description(to_regclass('dlock_token_seq'), 'pg_class'), '') <> '',
+          'sequence dlock_token_seq has a comment');
+
+-- Every column, listed by name if it has none (a missing relation is a failure too).
+SELECT is(CASE WHEN to_regclass('dlock_leases') IS NULL THEN ARRAY['(view dlock_leases is missing)']
+               ELSE ARRAY(SELECT attname::text FROM pg_catalog.pg_attribute
+                           WHERE attrelid = to_regclass('dlock_leases')
+                             AND attnum > 0 AND NOT attisdropped
+                             AND pg_catalog.coalesce(pg_catalog.col_description(attrelid, attnum), '') = ''
+                           ORDER BY attnum) END,
+          ARRAY[]::text[], 'every column of view dlock_leases has a comment (listed: columns without one)');
+SELECT is(CASE WHEN to_regclass('dlock_lease') IS NULL THEN ARRAY['(table dlock_lease is missing)']
+               ELSE ARRAY(SELECT attname::text FROM pg_catalog.pg_attribute
+                           WHERE attrelid = to_regclass('dlock_lease')
+                             AND attnum > 0 AND NOT attisdropped
+                             AND pg_catalog.coalesce(pg_catalog.col_description(attrelid, attnum), '') = ''
+                           ORDER BY attnum) END,
+          ARRAY[]::text[], 'every column of table dlock_lease has a comment (listed: columns without one)');
+
+SELECT * FROM finish();
+ROLLBACK;
