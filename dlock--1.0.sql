@@ -17,6 +17,13 @@ CREATE TABLE @extschema@.dlock_lease (
 REVOKE ALL ON TABLE @extschema@.dlock_lease FROM PUBLIC;
 COMMENT ON TABLE @extschema@.dlock_lease IS
 	'dlock leases, one row per lock name ever acquired; written only by the dlock functions';
+COMMENT ON COLUMN @extschema@.dlock_lease.name IS 'the lock name, 1 to 255 bytes';
+COMMENT ON COLUMN @extschema@.dlock_lease.token IS 'fencing token of the last acquisition';
+COMMENT ON COLUMN @extschema@.dlock_lease.owner IS 'owner label of the last acquisition; NULL when anonymous';
+COMMENT ON COLUMN @extschema@.dlock_lease.role IS 'the role that made the last acquisition';
+COMMENT ON COLUMN @extschema@.dlock_lease.acquired_at IS 'when the last acquisition happened (server clock)';
+COMMENT ON COLUMN @extschema@.dlock_lease.expires_at IS 'when the lease expires or expired (server clock)';
+COMMENT ON COLUMN @extschema@.dlock_lease.released_at IS 'when the lease was released; NULL if it was not';
 
 -- The fencing token counter: in order across backends, never reused.
 CREATE SEQUENCE @extschema@.dlock_token_seq
@@ -97,4 +104,12 @@ CREATE VIEW @extschema@.dlock_leases AS
 	  FROM @extschema@.dlock_lease AS l;
 COMMENT ON VIEW @extschema@.dlock_leases IS
 	'every lock name dlock knows, its last token, and whether it is held now (by the server clock at the moment of the query)';
+COMMENT ON COLUMN @extschema@.dlock_leases.name IS 'the lock name, 1 to 255 bytes';
+COMMENT ON COLUMN @extschema@.dlock_leases.owner IS 'owner label of the last acquisition; NULL when anonymous';
+COMMENT ON COLUMN @extschema@.dlock_leases.token IS 'fencing token of the last acquisition';
+COMMENT ON COLUMN @extschema@.dlock_leases.acquired_at IS 'when the last acquisition happened (server clock)';
+COMMENT ON COLUMN @extschema@.dlock_leases.expires_at IS 'when the lease expires or expired (server clock)';
+COMMENT ON COLUMN @extschema@.dlock_leases.held IS 'true while the lease is unreleased and unexpired at the moment of the query';
+COMMENT ON COLUMN @extschema@.dlock_leases.role IS 'the role that made the last acquisition';
+COMMENT ON COLUMN @extschema@.dlock_leases.released_at IS 'when the lease was released; NULL if it was not';
 GRANT SELECT ON @extschema@.dlock_leases TO PUBLIC;
