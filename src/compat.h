@@ -10,6 +10,7 @@
 #define DLOCK_COMPAT_H
 
 #include "access/heapam.h"
+#include "access/xlog.h"
 #include "utils/guc.h"
 #include "utils/timestamp.h"
 
@@ -42,6 +43,13 @@
 #define DlockIntervalIsInfinite(i) INTERVAL_NOT_FINITE(i)
 #else
 #define DlockIntervalIsInfinite(i) false
+#endif
+
+/* The timeline new WAL is written on; ThisTimeLineID before PostgreSQL 15. */
+#if PG_VERSION_NUM >= 150000
+#define DlockCurrentTimeLine() GetWALInsertionTimeLine()
+#else
+#define DlockCurrentTimeLine() ThisTimeLineID
 #endif
 
 /* EmitWarningsOnPlaceholders() was renamed in PostgreSQL 15. */

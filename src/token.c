@@ -6,24 +6,91 @@
  * The counter is @extschema@.dlock_token_seq (CACHE 1, NO CYCLE, so values
  * are handed out in order across backends and never twice).  A token is
  * drawn only after the name's hand-over lock is won, so busy calls burn
- * none.  The transaction that draws one must commit durably before its
- * token can reach the client: otherwise a crash after an asynchronous
- * commit could lose the sequence's WAL and hand the same token out again.
+ * none.
+ *
+ * Crashes: the transaction that draws a token must commit durably before
+ * its token can reach the client, or a crash after an asynchronous commit
+ * could lose the sequence's WAL and hand the same token out again.  So it is
+ * forced to commit synchronously, locally and to synchronous standbys.
+ *
+ * Failover and point-in-time recovery: WAL that never reached the new
+ * primary takes its tokens with it, and the sequence there may be behind
+ * tokens the old primary handed out.  The timeline ID is the epoch that
+ * survives: it rises at every promotion and every PITR.  Tokens drawn on
+ * timeline T are never below (T - 1) << DLOCK_TOKEN_EPOCH_SHIFT: the first
+ * draw on a new timeline moves the sequence up to that floor.  The sequence
+ * holds whole tokens, so pg_dump and restore carry them over whatever the
+ * timeline of the new cluster.
  *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
 
+#include "access/htup_details.h"
 #include "access/xact.h"
+#include "catalog/pg_class.h"
 #include "commands/sequence.h"
+#include "miscadmin.h"
+#include "utils/fmgrprotos.h"
 #include "utils/guc.h"
+#include "utils/syscache.h"
 
+#include "compat.h"
 #include "dlock.h"
+
+/*
+ * Tokens per timeline: 2^44 (about 1.7e13).  Timelines up to 2^19 fit in a
+ * positive bigint.
+ */
+#define DLOCK_TOKEN_EPOCH_SHIFT 44
+
+/* The lowest token that may be handed out on the current timeline. */
+static int64
+TokenFloor(void)
+{
+	TimeLineID	tli = DlockCurrentTimeLine();
+
+	if (tli < 1 || tli >= ((TimeLineID) 1 << (63 - DLOCK_TOKEN_EPOCH_SHIFT)))
+		ereport(ERROR,
+				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+				 errmsg("timeline %u is out of the range of dlock tokens", tli)));
+	return (int64) (tli - 1) << DLOCK_TOKEN_EPOCH_SHIFT;
+}
+
+/* Move the sequence up to floor, as its owner (callers may not setval). */
+static void
+TokenRaiseTo(Oid seqoid, int64 floor)
+{
+	HeapTuple	tuple;
+	Oid			owner;
+	Oid			save_userid;
+	int			save_sec_context;
+
+	tuple = SearchSysCache1(RELOID, ObjectIdGetDatum(seqoid));
+	if (!HeapTupleIsValid(tuple))
+		elog(ERROR, "cache lookup failed for relation %u", seqoid);
+	owner = ((Form_pg_class) GETSTRUCT(tuple))->relowner;
+	ReleaseSysCache(tuple);
+
+	GetUserIdAndSecContext(&save_userid, &save_sec_context);
+	SetUserIdAndSecContext(owner,
+						   save_sec_context | SECURITY_LOCAL_USERID_CHANGE);
+	(void) DirectFunctionCall2(setval_oid, ObjectIdGetDatum(seqoid),
+							   Int64GetDatum(floor));
+	SetUserIdAndSecContext(save_userid, save_sec_context);
+}
 
 int64
 TokenDraw(const DlockRelations *rels)
 {
+	int64		floor = TokenFloor();
 	int64		token = nextval_internal(rels->token_seq, false);
+
+	if (token <= floor)
+	{
+		TokenRaiseTo(rels->token_seq, floor);
+		token = nextval_internal(rels->token_seq, false);
+	}
 
 	/* Flush the commit record before the commit returns ... */
 	ForceSyncCommit();
