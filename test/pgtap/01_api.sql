@@ -10,7 +10,7 @@ CREATE EXTENSION dlock;
 -- pg_get_function_arguments() prints interval defaults in this style.
 SET LOCAL IntervalStyle = 'postgres';
 
-SELECT plan(84);
+SELECT plan(82);
 
 -- ---------------------------------------------------------------------------
 -- The extension
@@ -166,7 +166,9 @@ SELECT isnt_definer('dlock_fence', ARRAY[]::name[], 'dlock_fence is not security
 -- No other overloads that could make a call ambiguous.
 SELECT is((SELECT pg_catalog.count(*)::integer FROM pg_catalog.pg_proc
             WHERE proname IN ('dlock_acquire', 'dlock_release', 'dlock_renew',
-                              'dlock_check', 'dlock_assert', 'dlock_fence')),
+                              'dlock_check', 'dlock_assert', 'dlock_fence')
+              AND pronamespace = (SELECT extnamespace FROM pg_catalog.pg_extension
+                                   WHERE extname = 'dlock')),
           6, 'each dlock function has exactly one signature');
 
 -- ---------------------------------------------------------------------------
@@ -213,26 +215,26 @@ SELECT is((SELECT seqcycle FROM pg_catalog.pg_sequence
 -- ---------------------------------------------------------------------------
 -- Comments on every object
 -- ---------------------------------------------------------------------------
-SELECT ok(pg_catalog.coalesce(pg_catalog.obj_description(e.oid, 'pg_extension'), '') <> '',
+SELECT ok(COALESCE(pg_catalog.obj_description(e.oid, 'pg_extension'), '') <> '',
           'extension dlock has a comment')
   FROM pg_catalog.pg_extension AS e WHERE e.extname = 'dlock';
-SELECT ok(pg_catalog.coalesce(pg_catalog.obj_description(to_regprocedure('dlock_acquire(text,interval,interval,text)'), 'pg_proc'), '') <> '',
+SELECT ok(COALESCE(pg_catalog.obj_description(to_regprocedure('dlock_acquire(text,interval,interval,text)'), 'pg_proc'), '') <> '',
           'function dlock_acquire has a comment');
-SELECT ok(pg_catalog.coalesce(pg_catalog.obj_description(to_regprocedure('dlock_release(text,bigint)'), 'pg_proc'), '') <> '',
+SELECT ok(COALESCE(pg_catalog.obj_description(to_regprocedure('dlock_release(text,bigint)'), 'pg_proc'), '') <> '',
           'function dlock_release has a comment');
-SELECT ok(pg_catalog.coalesce(pg_catalog.obj_description(to_regprocedure('dlock_renew(text,bigint,interval)'), 'pg_proc'), '') <> '',
+SELECT ok(COALESCE(pg_catalog.obj_description(to_regprocedure('dlock_renew(text,bigint,interval)'), 'pg_proc'), '') <> '',
           'function dlock_renew has a comment');
-SELECT ok(pg_catalog.coalesce(pg_catalog.obj_description(to_regprocedure('dlock_check(text,bigint)'), 'pg_proc'), '') <> '',
+SELECT ok(COALESCE(pg_catalog.obj_description(to_regprocedure('dlock_check(text,bigint)'), 'pg_proc'), '') <> '',
           'function dlock_check has a comment');
-SELECT ok(pg_catalog.coalesce(pg_catalog.obj_description(to_regprocedure('dlock_assert(text,bigint)'), 'pg_proc'), '') <> '',
+SELECT ok(COALESCE(pg_catalog.obj_description(to_regprocedure('dlock_assert(text,bigint)'), 'pg_proc'), '') <> '',
           'function dlock_assert has a comment');
-SELECT ok(pg_catalog.coalesce(pg_catalog.obj_description(to_regprocedure('dlock_fence()'), 'pg_proc'), '') <> '',
+SELECT ok(COALESCE(pg_catalog.obj_description(to_regprocedure('dlock_fence()'), 'pg_proc'), '') <> '',
           'function dlock_fence has a comment');
-SELECT ok(pg_catalog.coalesce(pg_catalog.obj_description(to_regclass('dlock_leases'), 'pg_class'), '') <> '',
+SELECT ok(COALESCE(pg_catalog.obj_description(to_regclass('dlock_leases'), 'pg_class'), '') <> '',
           'view dlock_leases has a comment');
-SELECT ok(pg_catalog.coalesce(pg_catalog.obj_description(to_regclass('dlock_lease'), 'pg_class'), '') <> '',
+SELECT ok(COALESCE(pg_catalog.obj_description(to_regclass('dlock_lease'), 'pg_class'), '') <> '',
           'table dlock_lease has a comment');
-SELECT ok(pg_catalog.coalesce(pg_catalog.obj_description(to_regclass('dlock_token_seq'), 'pg_class'), '') <> '',
+SELECT ok(COALESCE(pg_catalog.obj_description(to_regclass('dlock_token_seq'), 'pg_class'), '') <> '',
           'sequence dlock_token_seq has a comment');
 
 -- Every column, listed by name if it has none (a missing relation is a failure too).
@@ -240,14 +242,14 @@ SELECT is(CASE WHEN to_regclass('dlock_leases') IS NULL THEN ARRAY['(view dlock_
                ELSE ARRAY(SELECT attname::text FROM pg_catalog.pg_attribute
                            WHERE attrelid = to_regclass('dlock_leases')
                              AND attnum > 0 AND NOT attisdropped
-                             AND pg_catalog.coalesce(pg_catalog.col_description(attrelid, attnum), '') = ''
+                             AND COALESCE(pg_catalog.col_description(attrelid, attnum), '') = ''
                            ORDER BY attnum) END,
           ARRAY[]::text[], 'every column of view dlock_leases has a comment (listed: columns without one)');
 SELECT is(CASE WHEN to_regclass('dlock_lease') IS NULL THEN ARRAY['(table dlock_lease is missing)']
                ELSE ARRAY(SELECT attname::text FROM pg_catalog.pg_attribute
                            WHERE attrelid = to_regclass('dlock_lease')
                              AND attnum > 0 AND NOT attisdropped
-                             AND pg_catalog.coalesce(pg_catalog.col_description(attrelid, attnum), '') = ''
+                             AND COALESCE(pg_catalog.col_description(attrelid, attnum), '') = ''
                            ORDER BY attnum) END,
           ARRAY[]::text[], 'every column of table dlock_lease has a comment (listed: columns without one)');
 
