@@ -8,10 +8,11 @@
  * drawn only after the name's hand-over lock is won, so busy calls burn
  * none.
  *
- * Crashes: the transaction that draws a token must commit durably before
- * its token can reach the client, or a crash after an asynchronous commit
- * could lose the sequence's WAL and hand the same token out again.  So it is
- * forced to commit synchronously, locally and to synchronous standbys.
+ * Crashes: the sequence's WAL is flushed before a token is returned, and
+ * the transaction that draws a token is forced to commit synchronously,
+ * locally and to synchronous standbys, whatever synchronous_commit the
+ * caller set.  Otherwise a crash after an asynchronous commit could lose the
+ * lease and the sequence's WAL, and hand the same token out again.
  *
  * Failover and point-in-time recovery: WAL that never reached the new
  * primary takes its tokens with it, and the sequence there may be behind
@@ -91,6 +92,14 @@ TokenDraw(const DlockRelations *rels)
 		TokenRaiseTo(rels->token_seq, floor);
 		token = nextval_internal(rels->token_seq, false);
 	}
+
+	/*
+	 * The sequence writes WAL for 32 values ahead at a time.  Flush it now,
+	 * so that even a token of a transaction that never commits (the client
+	 * saw it inside its open transaction, then the server crashed) is never
+	 * handed out again.  When nextval wrote nothing, this is a no-op.
+	 */
+	XLogFlush(XactLastRecEnd);
 
 	/* Flush the commit record before the commit returns ... */
 	ForceSyncCommit();

@@ -87,6 +87,12 @@ sub check_leases
 {
 	my ($prefix, $owner, $l) = @_;
 
+	# First, before anything else draws a token: a repeated token shows here.
+	my $t = acquire("$prefix/new");
+	cmp_ok($t, '>', $max_token,
+		"$prefix: new acquire beats every token handed out before");
+	$max_token = $t;
+
 	is( sql("SELECT held, token, owner FROM dlock_leases WHERE name = '$prefix/owned'"),
 		"t|$l->{owned}|$owner",
 		"$prefix: owned lease still held, same token and owner");
@@ -113,24 +119,27 @@ sub check_leases
 	is(sql("SELECT dlock_release('$prefix/owned', $l->{owned})"),
 		't', "$prefix: owned lease released with its token");
 
-	my $t = acquire("$prefix/new");
-	cmp_ok($t, '>', $max_token,
-		"$prefix: new acquire beats every token handed out before");
 	my $t2 = acquire("$prefix/anon");
-	cmp_ok($t2, '>', $t, "$prefix: the freed name is taken with a newer token");
-	$max_token = max_of($max_token, $t, $t2);
+	cmp_ok($t2, '>', $max_token,
+		"$prefix: the freed name is taken with a newer token");
+	$max_token = $t2;
 }
 
 # 1. Clean restart (pg_ctl restart, whose default mode is fast).
 my $l = take_leases('fast', 'alice');
+my $offset = -s $node->logfile;
 $node->restart;
+ok($node->log_contains(qr/received fast shutdown request/, $offset),
+	'fast: the restart was a fast shutdown');
+ok( !$node->log_contains(qr/automatic recovery in progress/, $offset),
+	'fast: the start needed no crash recovery');
 check_leases('fast', 'alice', $l);
 
 # 2. Crash: immediate stop, then start with crash recovery.  The checkpoint
 # first makes the counter WAL-log its next value inside the acquires.
 sql('CHECKPOINT');
 $l = take_leases('crash', 'bob');
-my $offset = -s $node->logfile;
+$offset = -s $node->logfile;
 $node->stop('immediate');
 $node->start;
 ok( $node->log_contains(
@@ -169,6 +178,11 @@ INSERT INTO async_control VALUES ($round);});
 			$offset),
 		"$prefix: the start ran crash recovery");
 
+	my $t2 = acquire("$prefix/new");
+	cmp_ok($t2, '>', $max_token,
+		"$prefix: new acquire beats every token handed out before");
+	$max_token = $t2;
+
 	is( sql("SELECT held, token, owner FROM dlock_leases WHERE name = '$prefix/owned'"),
 		"t|$t|carol",
 		"$prefix: the acquired lease survived the crash");
@@ -178,10 +192,6 @@ INSERT INTO async_control VALUES ($round);});
 		$t, "$prefix: the owner renews and keeps its token");
 	is(sql("SELECT dlock_release('$prefix/owned', $t)"),
 		't', "$prefix: release with the token works");
-	my $t2 = acquire("$prefix/new");
-	cmp_ok($t2, '>', $max_token,
-		"$prefix: new acquire beats every token handed out before");
-	$max_token = $t2;
 
 	if (sql("SELECT count(*) FROM async_control WHERE id = $round") eq '0')
 	{
