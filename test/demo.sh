@@ -17,7 +17,7 @@
 # test/run starts a throwaway cluster and runs this script with PGHOST,
 # PGPORT, PGUSER and PGDATABASE set and PostgreSQL's bindir on PATH.  It
 # (re)creates its own database, $DLOCK_DEMO_DB (default dlock_demo), in that
-# cluster.  It takes about 20 seconds, prints what happens as it happens, and
+# cluster.  It takes about 16 seconds, prints what happens as it happens, and
 # exits non-zero if anything does not go as narrated.
 set -uo pipefail
 
@@ -63,11 +63,13 @@ fail() {
 # stop at the first error).
 q() { psql -X -q -A -t -v ON_ERROR_STOP=1 "$@"; }
 
-# await FILE SECONDS: wait for FILE to appear; false on timeout.
+# await FILE SECONDS [PID]: wait for FILE to appear; false on timeout, or
+# as soon as process PID (the one that should write FILE) has exited.
 await() {
-	local file=$1 tenths=$(($2 * 10))
+	local file=$1 tenths=$(($2 * 10)) pid=${3:-}
 	while [ ! -e "$file" ]; do
 		((tenths-- > 0)) || return 1
+		[ -z "$pid" ] || kill -0 "$pid" 2>/dev/null || [ -e "$file" ] || return 1
 		sleep 0.1
 	done
 }
@@ -86,7 +88,7 @@ banner() { printf '\n== %s\n' "$*"; }
 command -v psql >/dev/null || fail "psql is not on PATH"
 
 banner "Set-up"
-q -c "DROP DATABASE IF EXISTS \"$DB\"" -c "CREATE DATABASE \"$DB\"" ||
+PGOPTIONS='-c client_min_messages=warning' q -c "DROP DATABASE IF EXISTS \"$DB\" WITH (FORCE)" -c "CREATE DATABASE \"$DB\"" ||
 	fail "cannot create database $DB"
 export PGDATABASE=$DB
 q -c "CREATE EXTENSION dlock" || fail "CREATE EXTENSION dlock failed"
@@ -117,8 +119,8 @@ scene1_replica() {
 		exit 0
 	fi
 	publish "$work/s1-result-$me" "$tok"
-	say "$me" "acquire nightly-job -> token $tok: I won, running the job (2s)"
-	sleep 2
+	say "$me" "acquire nightly-job -> token $tok: I won, running the job (3s)"
+	sleep 3
 	# Finish only once the others have tried: each of them must have found
 	# the lock busy, whatever the speed of the machine.
 	for other in "${REPLICAS[@]}"; do
@@ -141,8 +143,9 @@ for r in "${REPLICAS[@]}"; do
 	scene1_replica "$r" &
 	pids+=($!)
 done
-for r in "${REPLICAS[@]}"; do
-	await "$work/s1-ready-$r" 30 || fail "scene 1: $r did not connect"
+for i in "${!REPLICAS[@]}"; do
+	await "$work/s1-ready-${REPLICAS[$i]}" 30 "${pids[$i]}" ||
+		fail "scene 1: ${REPLICAS[$i]} did not connect"
 done
 say demo "all three connected; go!"
 touch "$work/s1-go"
@@ -190,9 +193,10 @@ nap() {
 }
 
 # Every second: try to become (or stay) the leader.  Each round is logged
-# to s2-rounds-NAME as "MICROSECONDS TOKEN", or "MICROSECONDS -" when busy.
+# to s2-rounds-NAME as "TOKEN BEFORE AFTER" ("-" for the token when busy),
+# with the times just before and just after the call, in microseconds.
 scene2_replica() {
-	local me=$1 prev= seen= out tok holder
+	local me=$1 prev= seen= out tok holder before
 	local stop=$work/s2-stop-$me stop_all=$work/s2-stop-all
 	while :; do
 		if [ -e "$stop" ]; then
@@ -201,6 +205,7 @@ scene2_replica() {
 			exit 0
 		fi
 		[ -e "$stop_all" ] && exit 0
+		before=$(clock_us)
 		out=$(PGAPPNAME=$me q -c "SELECT dlock_acquire('leader', '3s', '0', '$me')" \
 			-c "SELECT owner FROM dlock_leases WHERE name = 'leader' AND held" 2>&1) || {
 			say "$me" "ERROR: $(oneline "$out")"
@@ -211,7 +216,7 @@ scene2_replica() {
 			IFS= read -r holder
 		} <<<"$out"
 		if [ -n "$tok" ]; then
-			printf '%s %s\n' "$(clock_us)" "$tok" >>"$work/s2-rounds-$me"
+			printf '%s %s %s\n' "$tok" "$before" "$(clock_us)" >>"$work/s2-rounds-$me"
 			if [ "$tok" = "$prev" ]; then
 				say "$me" "acquire leader -> token $tok again: renewed, still the leader"
 			else
@@ -219,7 +224,7 @@ scene2_replica() {
 			fi
 			seen=$me
 		else
-			printf '%s -\n' "$(clock_us)" >>"$work/s2-rounds-$me"
+			printf -- '- %s %s\n' "$before" "$(clock_us)" >>"$work/s2-rounds-$me"
 			[ -n "$prev" ] && say "$me" "acquire leader -> NULL: I lost the leadership"
 			if [ "${holder:-?}" != "$seen" ]; then
 				say "$me" "acquire leader -> NULL: ${holder:-another replica} leads, I follow"
@@ -232,16 +237,16 @@ scene2_replica() {
 }
 
 # Tokens a replica got, one a line (empty if it never led).
-s2_tokens() { awk '$2 != "-" { print $2 }' "$work/s2-rounds-$1" 2>/dev/null; }
+s2_tokens() { awk '$1 != "-" { print $1 }' "$work/s2-rounds-$1" 2>/dev/null; }
 s2_lead_rounds() { s2_tokens "$1" | wc -l; }
 
-# s2_wait_leader SECONDS MIN_ROUNDS [EXCLUDED]: print the one replica (not
-# EXCLUDED) that has led for at least MIN_ROUNDS rounds.
+# s2_wait_leader SECONDS MIN_ROUNDS CANDIDATE...: print the first
+# CANDIDATE seen to have led for at least MIN_ROUNDS rounds.
 s2_wait_leader() {
-	local tenths=$(($1 * 10)) min=$2 excluded=${3:-} r
+	local tenths=$(($1 * 10)) min=$2 r
+	shift 2
 	while ((tenths-- > 0)); do
-		for r in "${REPLICAS[@]}"; do
-			[ "$r" = "$excluded" ] && continue
+		for r in "$@"; do
 			if [ "$(s2_lead_rounds "$r")" -ge "$min" ]; then
 				echo "$r"
 				return 0
@@ -253,17 +258,19 @@ s2_wait_leader() {
 }
 
 banner "Scene 2: leader election; every second each replica calls dlock_acquire('leader', '3s', '0', <own name>)"
+# They start a moment apart, as replicas of a deployment do.
 for r in "${REPLICAS[@]}"; do
 	scene2_replica "$r" &
 	pids+=($!)
+	sleep 0.3
 done
 declare -A s2_pid
 for i in "${!REPLICAS[@]}"; do
 	s2_pid[${REPLICAS[$i]}]=${pids[$i]}
 done
 
-# One leader, renewed three times with the same token, nobody else leading.
-leader=$(s2_wait_leader 20 4) || fail "scene 2: no replica led for 4 rounds"
+# One leader, renewed four times with the same token, nobody else leading.
+leader=$(s2_wait_leader 20 5 "${REPLICAS[@]}") || fail "scene 2: no replica led for 5 rounds"
 leader_token=$(s2_tokens "$leader" | sort -u)
 [ "$(wc -l <<<"$leader_token")" -eq 1 ] ||
 	fail "scene 2: $leader changed tokens while leading: $(oneline "$leader_token")"
@@ -271,26 +278,32 @@ for r in "${REPLICAS[@]}"; do
 	[ "$r" = "$leader" ] && continue
 	[ -z "$(s2_tokens "$r")" ] || fail "scene 2: $r also got a token while $leader led"
 done
-say demo "$leader kept token $leader_token for 4 rounds (owner renewal); now it dies"
+say demo "$leader kept token $leader_token for 5 rounds (owner renewal); now it dies"
 
 touch "$work/s2-stop-$leader"
 wait "${s2_pid[$leader]}" || fail "scene 2: $leader failed"
-last_renewal=$(awk '$2 != "-" { t = $1 } END { print t }' "$work/s2-rounds-$leader")
+# Just before its last renewal: the lease ran out 3s after that at the earliest.
+last_renewal=$(awk '$1 != "-" { t = $2 } END { print t }' "$work/s2-rounds-$leader")
 death=$(cat "$work/s2-dead-$leader")
 
 # Another replica takes over once the lease has run out.
-successor=$(s2_wait_leader 15 1 "$leader") || fail "scene 2: nobody took over from $leader"
+others=()
+for r in "${REPLICAS[@]}"; do
+	[ "$r" = "$leader" ] || others+=("$r")
+done
+successor=$(s2_wait_leader 15 1 "${others[@]}") || fail "scene 2: nobody took over from $leader"
 successor_token=$(s2_tokens "$successor" | head -n 1)
 [ "$successor_token" -gt "$leader_token" ] ||
 	fail "scene 2: $successor took over with token $successor_token, not above $leader_token"
-takeover=$(head -n 1 < <(awk '$2 != "-" { print $1 }' "$work/s2-rounds-$successor"))
+# Just after the call that took over.
+takeover=$(awk '$1 != "-" { print $3; exit }' "$work/s2-rounds-$successor")
 since_renewal=$((takeover - last_renewal))
 [ "$since_renewal" -ge 3000000 ] ||
 	fail "scene 2: $successor took over $(secs "$since_renewal")s after $leader's last renewal, before its 3s lease ran out"
 say demo "$successor took over $(secs $((takeover - death)))s after $leader died ($(secs "$since_renewal")s after its last renewal), token $successor_token > $leader_token"
 
 # The new leader renews too; then everybody stops.
-s2_wait_leader 10 3 "$leader" >/dev/null || fail "scene 2: $successor did not keep leading"
+s2_wait_leader 10 3 "$successor" >/dev/null || fail "scene 2: $successor did not keep leading"
 touch "$work/s2-stop-all"
 s2_failed=0
 for r in "${REPLICAS[@]}"; do
@@ -313,7 +326,7 @@ psql -X -q -P pager=off -P footer=off -c "
 	       to_char(acquired_at, 'HH24:MI:SS.MS') AS acquired_at,
 	       to_char(expires_at, 'HH24:MI:SS.MS') AS expires_at,
 	       to_char(released_at, 'HH24:MI:SS.MS') AS released_at
-	  FROM dlock_leases ORDER BY token" | sed 's/^/        /' ||
+	  FROM dlock_leases ORDER BY token" | sed '/^$/d; s/ *$//; s/^/        /' ||
 	fail "scene 2: cannot read dlock_leases"
 
 # ---------------------------------------------------------------------------
@@ -372,7 +385,7 @@ scene3_replica_a() {
 
 scene3_replica_a &
 pids+=($!)
-await "$work/s3-a-token" 30 || fail "scene 3: replica-a did not write"
+await "$work/s3-a-token" 30 "${pids[0]}" || fail "scene 3: replica-a did not write"
 a_token=$(cat "$work/s3-a-token")
 
 # Replica B: waits for the lease (A's runs out after 1s), then writes.
@@ -399,7 +412,7 @@ rel=$(PGAPPNAME=$me q -c "SELECT dlock_release('payout', $b_token)")
 [ "$rel" = t ] || fail "scene 3: $me could not release payout"
 say "$me" "release payout, token $b_token -> true"
 say demo "scene 3 OK: SELECT * FROM ledger holds only the accepted rows:"
-psql -X -q -P pager=off -P footer=off -c "SELECT * FROM ledger ORDER BY id" | sed 's/^/        /' ||
+psql -X -q -P pager=off -P footer=off -c "SELECT * FROM ledger ORDER BY id" | sed '/^$/d; s/ *$//; s/^/        /' ||
 	fail "scene 3: cannot read the ledger"
 
 echo
