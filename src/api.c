@@ -69,6 +69,8 @@ dlock_acquire(PG_FUNCTION_ARGS)
 	TimestampTz deadline;
 	const DlockRelations *rels;
 	LOCKTAG		tag;
+	LOCKTAG		waiter_tag;
+	bool		waiting = false;
 
 	(void) DlockExpiryArg(fcinfo, 1, start);
 	wait_usecs = DlockWaitArg(fcinfo, 2);
@@ -77,18 +79,30 @@ dlock_acquire(PG_FUNCTION_ARGS)
 
 	rels = DlockGetRelations(fcinfo);
 	NameLockTag(name, &tag);
+	NameWaiterTag(&tag, &waiter_tag);
 	deadline = start + wait_usecs;
 
 	for (;;)
 	{
 		TimestampTz now = GetCurrentTimestamp();
 		DlockLease	lease;
+		bool		renewal;
 
 		/* The busy path: one index lookup, no lock, no transaction ID. */
 		LeaseFetch(rels, name, &lease);
-		if ((!LeaseIsHeld(&lease, now) || IsOwnerRenewal(&lease, owner)) &&
+		renewal = LeaseIsHeld(&lease, now) && IsOwnerRenewal(&lease, owner);
+
+		/*
+		 * A free lease goes to those who already wait for it; only a caller
+		 * that would not wait (wait = 0) may take it past them.
+		 */
+		if ((renewal ||
+			 (!LeaseIsHeld(&lease, now) &&
+			  (waiting || wait_usecs == 0 || !NameHasWaiters(&waiter_tag)))) &&
 			NameLockTry(&tag, DLOCK_LOCK_STATE))
 		{
+			int64		token = 0;
+
 			/* Decide again on the state nobody can change now. */
 			now = GetCurrentTimestamp();
 			LeaseFetch(rels, name, &lease);
@@ -96,23 +110,39 @@ dlock_acquire(PG_FUNCTION_ARGS)
 			{
 				LeaseSetExpiry(rels, name, &lease,
 							   DlockExpiryArg(fcinfo, 1, now));
-				PG_RETURN_INT64(lease.token);
+				token = lease.token;
 			}
-			if (!LeaseIsHeld(&lease, now) &&
-				NameLockTry(&tag, DLOCK_LOCK_HANDOVER))
+			else if (!LeaseIsHeld(&lease, now) &&
+					 NameLockTry(&tag, DLOCK_LOCK_HANDOVER))
 			{
-				int64		token = TokenDraw(rels);
-
+				token = TokenDraw(rels);
 				now = GetCurrentTimestamp();
 				LeaseWriteNew(rels, name, &lease, token, owner, now,
 							  DlockExpiryArg(fcinfo, 1, now));
+			}
+			else
+				NameLockGiveBack(&tag, DLOCK_LOCK_STATE);
+
+			if (token != 0)
+			{
+				if (waiting)
+					NameLockGiveBack(&waiter_tag, DLOCK_LOCK_WAITING);
 				PG_RETURN_INT64(token);
 			}
-			NameLockGiveBack(&tag, DLOCK_LOCK_STATE);
 		}
 
 		if (now >= deadline)
+		{
+			if (waiting)
+				NameLockGiveBack(&waiter_tag, DLOCK_LOCK_WAITING);
 			PG_RETURN_NULL();
+		}
+		if (!waiting)
+		{
+			/* Shared with other waiters; only a probe blocks it, briefly. */
+			NameLockWait(&waiter_tag, DLOCK_LOCK_WAITING);
+			waiting = true;
+		}
 		WaitForLeaseChange(now, deadline, &lease, start);
 	}
 }

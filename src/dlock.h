@@ -26,6 +26,13 @@
  *		DLOCK_LOCK_STATE, by an acquire that hands the lease to a new holder.
  *		It conflicts with all three.
  *
+ * A waiting acquire also holds DLOCK_LOCK_WAITING (ShareLock) on a second
+ * key, (DLOCK_WAITER_CLASS, hash of the name), while it waits, and nothing
+ * else.  A new acquire that is willing to wait first probes that key with
+ * ExclusiveLock: if anybody is waiting, it queues up too rather than taking
+ * a lease that was just freed, so a holder that releases and acquires again
+ * at once cannot starve the waiters.
+ *
  * A lock that changed the row is kept until the transaction ends, so nobody
  * decides on a state that is not yet committed.  A lock whose holder found
  * nothing to change is given back at once.  dlock_acquire only ever tries
@@ -52,9 +59,14 @@
 /* First key of every dlock advisory lock: "DLK" in ASCII, 0x00444c4b. */
 #define DLOCK_ADVISORY_CLASS	4475979
 
+/* First key of the waiters' advisory locks: the next number. */
+#define DLOCK_WAITER_CLASS		4475980
+
 #define DLOCK_LOCK_CHECK		RowShareLock
 #define DLOCK_LOCK_STATE		ShareUpdateExclusiveLock
 #define DLOCK_LOCK_HANDOVER		ExclusiveLock
+#define DLOCK_LOCK_WAITING		ShareLock
+#define DLOCK_LOCK_WAITERS_PROBE	ExclusiveLock
 
 #define DLOCK_MAX_NAME_BYTES	255
 #define DLOCK_MAX_OWNER_BYTES	255
@@ -123,6 +135,8 @@ extern int64 TokenDraw(const DlockRelations *rels);
 
 /* wait.c */
 extern void NameLockTag(text *name, LOCKTAG *tag);
+extern void NameWaiterTag(const LOCKTAG *tag, LOCKTAG *waiter_tag);
+extern bool NameHasWaiters(const LOCKTAG *waiter_tag);
 extern bool NameLockTry(const LOCKTAG *tag, LOCKMODE mode);
 extern void NameLockWait(const LOCKTAG *tag, LOCKMODE mode);
 extern void NameLockGiveBack(const LOCKTAG *tag, LOCKMODE mode);

@@ -42,6 +42,24 @@ NameLockTag(text *name, LOCKTAG *tag)
 	SET_LOCKTAG_ADVISORY(*tag, MyDatabaseId, DLOCK_ADVISORY_CLASS, hash, 2);
 }
 
+/* The waiters' key of the name whose key is tag. */
+void
+NameWaiterTag(const LOCKTAG *tag, LOCKTAG *waiter_tag)
+{
+	SET_LOCKTAG_ADVISORY(*waiter_tag, tag->locktag_field1, DLOCK_WAITER_CLASS,
+						 tag->locktag_field3, 2);
+}
+
+/* Is any acquire waiting for this name (or one with the same hash)? */
+bool
+NameHasWaiters(const LOCKTAG *waiter_tag)
+{
+	if (!NameLockTry(waiter_tag, DLOCK_LOCK_WAITERS_PROBE))
+		return true;
+	NameLockGiveBack(waiter_tag, DLOCK_LOCK_WAITERS_PROBE);
+	return false;
+}
+
 /* Take the lock if nobody else holds a conflicting one; never wait. */
 bool
 NameLockTry(const LOCKTAG *tag, LOCKMODE mode)
