@@ -13,7 +13,15 @@ CREATE TABLE @extschema@.dlock_lease (
 	expires_at	pg_catalog.timestamptz NOT NULL,
 	released_at	pg_catalog.timestamptz,
 	CONSTRAINT dlock_lease_pkey PRIMARY KEY (name)
-) WITH (fillfactor = 70);
+) WITH (
+	-- Room on every page for HOT updates: a lease row is updated in place
+	-- on its page and the index is not touched.
+	fillfactor = 70,
+	-- The table is small and hot: vacuum it often rather than in bulk.
+	autovacuum_vacuum_scale_factor = 0.0,
+	autovacuum_vacuum_threshold = 1000,
+	autovacuum_vacuum_cost_delay = 0
+);
 REVOKE ALL ON TABLE @extschema@.dlock_lease FROM PUBLIC;
 COMMENT ON TABLE @extschema@.dlock_lease IS
 	'dlock leases, one row per lock name ever acquired; written only by the dlock functions';
@@ -90,6 +98,16 @@ AS 'MODULE_PATHNAME', 'dlock_fence'
 LANGUAGE C VOLATILE PARALLEL UNSAFE;
 COMMENT ON FUNCTION @extschema@.dlock_fence() IS
 	'BEFORE INSERT OR UPDATE row trigger: dlock_fence(lock, token_column [, ''column'']) rejects rows whose token does not hold the lease (LK001)';
+
+CREATE FUNCTION @extschema@.dlock_cleanup(
+	older_than pg_catalog.interval DEFAULT '1 day',
+	max_rows pg_catalog.int4 DEFAULT 1000)
+RETURNS pg_catalog.int8
+AS 'MODULE_PATHNAME', 'dlock_cleanup'
+LANGUAGE C VOLATILE CALLED ON NULL INPUT PARALLEL UNSAFE;
+REVOKE ALL ON FUNCTION @extschema@.dlock_cleanup(pg_catalog.interval, pg_catalog.int4) FROM PUBLIC;
+COMMENT ON FUNCTION @extschema@.dlock_cleanup(pg_catalog.interval, pg_catalog.int4) IS
+	'delete up to max_rows rows of leases that are not held and were released or expired more than older_than ago; returns how many; future tokens are not lowered';
 
 CREATE VIEW @extschema@.dlock_leases AS
 	SELECT l.name,

@@ -135,3 +135,39 @@ SELECT dlock_acquire('capped2', '11 s');
 RESET dlock.max_ttl;
 SHOW dlock.max_ttl;
 SELECT dlock_acquire('capped2', '1 day') IS NOT NULL AS default_cap_one_day;
+
+-- The busy path assigns no transaction ID and writes no WAL.
+SELECT dlock_acquire('busy', '1 hour') IS NOT NULL AS busy_held;
+BEGIN;
+SELECT count(*) AS busy_calls FROM generate_series(1, 100) WHERE dlock_acquire('busy', '1 min') IS NULL;
+SELECT pg_current_xact_id_if_assigned() IS NULL AS no_xid_assigned;
+COMMIT;
+CREATE FUNCTION explain_wal(q text) RETURNS SETOF text LANGUAGE plpgsql AS $$
+DECLARE l text;
+BEGIN
+  FOR l IN EXECUTE 'EXPLAIN (ANALYZE, WAL, COSTS OFF, TIMING OFF, SUMMARY OFF) ' || q LOOP
+    RETURN NEXT l;
+  END LOOP;
+END $$;
+-- A free lease writes WAL (the positive control) ...
+SELECT count(*) > 0 AS acquire_writes_wal FROM explain_wal($$SELECT dlock_acquire('wal-' || i, '1 min') FROM generate_series(1, 10) i$$) l WHERE l LIKE '%WAL:%';
+-- ... a busy one writes none.
+SELECT count(*) AS busy_wal_lines FROM explain_wal($$SELECT dlock_acquire('busy', '1 min') FROM generate_series(1, 100)$$) l WHERE l LIKE '%WAL:%';
+DROP FUNCTION explain_wal(text);
+
+-- Cleanup deletes idle rows only, and never lowers a future token.
+SELECT max(token) AS top FROM dlock_leases \gset
+SELECT dlock_acquire('idle-1', '1 min') AS i1 \gset
+SELECT dlock_release('idle-1', :i1);
+SELECT dlock_acquire('idle-2', '100 ms') AS i2 \gset
+SELECT dlock_acquire('still-held', '1 hour') IS NOT NULL AS held_one;
+SELECT pg_sleep(0.2);
+SELECT dlock_cleanup('1 hour') AS nothing_old_enough;
+SELECT dlock_cleanup('0', 1) AS at_most_one;
+SELECT dlock_cleanup('0') > 0 AS deleted_the_rest;
+SELECT count(*) AS idle_rows_left FROM dlock_leases WHERE NOT held;
+SELECT count(*) > 0 AS held_rows_kept FROM dlock_leases WHERE held AND name = 'still-held';
+SELECT dlock_acquire('idle-1', '1 min') > :i2 AS next_token_still_higher;
+SELECT dlock_cleanup(NULL);
+SELECT dlock_cleanup('-1 s');
+SELECT dlock_cleanup('1 s', 0);

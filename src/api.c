@@ -23,6 +23,7 @@ PG_FUNCTION_INFO_V1(dlock_release);
 PG_FUNCTION_INFO_V1(dlock_renew);
 PG_FUNCTION_INFO_V1(dlock_check);
 PG_FUNCTION_INFO_V1(dlock_assert);
+PG_FUNCTION_INFO_V1(dlock_cleanup);
 
 /* Would an acquire by owner renew this (held) lease rather than wait? */
 static bool
@@ -73,7 +74,7 @@ dlock_acquire(PG_FUNCTION_ARGS)
 	bool		waiting = false;
 
 	(void) DlockExpiryArg(fcinfo, 1, start);
-	wait_usecs = DlockWaitArg(fcinfo, 2);
+	wait_usecs = DlockDurationArg(fcinfo, 2, "wait");
 	owner = DlockOwnerArg(fcinfo, 3);
 	PreventCommandIfReadOnly("dlock_acquire()");
 
@@ -225,4 +226,59 @@ dlock_assert(PG_FUNCTION_ARGS)
 	PreventCommandDuringRecovery("dlock_assert()");
 	(void) FenceCheck(DlockGetRelations(fcinfo), name, token, true);
 	PG_RETURN_VOID();
+}
+
+/*
+ * dlock_cleanup(older_than, max_rows): delete up to max_rows rows of leases
+ * that are not held and were released or expired more than older_than ago.
+ * Returns how many were deleted.  Tokens come from the sequence, not from
+ * the rows, so no future token is ever lowered by it.
+ */
+Datum
+dlock_cleanup(PG_FUNCTION_ARGS)
+{
+	TimestampTz now = GetCurrentTimestamp();
+	int64		older_usecs = DlockDurationArg(fcinfo, 0, "older_than");
+	int32		max_rows;
+	const DlockRelations *rels;
+	List	   *names;
+	ListCell   *lc;
+	int64		deleted = 0;
+
+	if (PG_ARGISNULL(1))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("max_rows must not be null")));
+	max_rows = PG_GETARG_INT32(1);
+	if (max_rows < 1)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("max_rows must be at least 1")));
+	PreventCommandIfReadOnly("dlock_cleanup()");
+
+	rels = DlockGetRelations(fcinfo);
+	names = LeaseListIdle(rels, now, now - older_usecs, max_rows);
+	foreach(lc, names)
+	{
+		text	   *name = (text *) lfirst(lc);
+		LOCKTAG		tag;
+		DlockLease	lease;
+		TimestampTz last;
+
+		NameLockTag(name, &tag);
+		if (!NameLockTry(&tag, DLOCK_LOCK_HANDOVER))
+			continue;			/* in use right now: leave it */
+		now = GetCurrentTimestamp();
+		LeaseFetch(rels, name, &lease);
+		last = lease.released ? lease.released_at : lease.expires_at;
+		if (lease.found && !LeaseIsHeld(&lease, now) &&
+			last < now - older_usecs)
+		{
+			LeaseDelete(rels, &lease);
+			deleted++;
+		}
+		else
+			NameLockGiveBack(&tag, DLOCK_LOCK_HANDOVER);
+	}
+	PG_RETURN_INT64(deleted);
 }

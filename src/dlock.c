@@ -209,27 +209,27 @@ DlockExpiryArg(FunctionCallInfo fcinfo, int argno, TimestampTz now)
 }
 
 /*
- * The longest time to wait for a busy lease, in microseconds: zero or more,
- * finite.  Waits beyond a century are cut to a century.
+ * A duration argument (what: "wait", "older_than") in microseconds: zero or
+ * more, finite.  Durations beyond a century are cut to a century.
  */
 int64
-DlockWaitArg(FunctionCallInfo fcinfo, int argno)
+DlockDurationArg(FunctionCallInfo fcinfo, int argno, const char *what)
 {
 	Interval   *wait;
 	double		approx;
 	const double century = 100.0 * DAYS_PER_YEAR * USECS_PER_DAY;
 
-	DlockRejectNull(fcinfo, argno, "wait");
+	DlockRejectNull(fcinfo, argno, what);
 	wait = PG_GETARG_INTERVAL_P(argno);
 	if (DlockIntervalIsInfinite(wait))
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("wait must be finite")));
+				 errmsg("%s must be finite", what)));
 	approx = IntervalApproxUsecs(wait);
 	if (approx < 0)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("wait must not be negative")));
+				 errmsg("%s must not be negative", what)));
 	if (approx > century)
 		approx = century;
 	return (int64) approx;

@@ -33,6 +33,9 @@
  * a lease that was just freed, so a holder that releases and acquires again
  * at once cannot starve the waiters.
  *
+ * dlock_cleanup deletes rows of leases that are not held; it takes only
+ * DLOCK_LOCK_HANDOVER, which conflicts with all the other modes.
+ *
  * A lock that changed the row is kept until the transaction ends, so nobody
  * decides on a state that is not yet committed.  A lock whose holder found
  * nothing to change is given back at once.  dlock_acquire only ever tries
@@ -52,6 +55,7 @@
 #include "postgres.h"
 
 #include "fmgr.h"
+#include "nodes/pg_list.h"
 #include "storage/itemptr.h"
 #include "storage/lock.h"
 #include "utils/timestamp.h"
@@ -115,7 +119,8 @@ extern text *DlockNameArg(FunctionCallInfo fcinfo, int argno);
 extern int64 DlockTokenArg(FunctionCallInfo fcinfo, int argno);
 extern TimestampTz DlockExpiryArg(FunctionCallInfo fcinfo, int argno,
 								  TimestampTz now);
-extern int64 DlockWaitArg(FunctionCallInfo fcinfo, int argno);
+extern int64 DlockDurationArg(FunctionCallInfo fcinfo, int argno,
+							  const char *what);
 extern char *DlockOwnerArg(FunctionCallInfo fcinfo, int argno);
 
 /* lease.c */
@@ -129,6 +134,9 @@ extern void LeaseSetExpiry(const DlockRelations *rels, text *name,
 						   DlockLease *lease, TimestampTz expires_at);
 extern void LeaseSetReleased(const DlockRelations *rels, text *name,
 							 DlockLease *lease, TimestampTz now);
+extern List *LeaseListIdle(const DlockRelations *rels, TimestampTz now,
+						   TimestampTz cutoff, int limit);
+extern void LeaseDelete(const DlockRelations *rels, DlockLease *lease);
 
 /* token.c */
 extern int64 TokenDraw(const DlockRelations *rels);

@@ -24,6 +24,7 @@
 #include "catalog/index.h"
 #include "miscadmin.h"
 #include "nodes/execnodes.h"
+#include "nodes/pg_list.h"
 #include "utils/builtins.h"
 #include "utils/fmgroids.h"
 #include "utils/rel.h"
@@ -187,4 +188,60 @@ LeaseSetReleased(const DlockRelations *rels, text *name, DlockLease *lease,
 	lease->released = true;
 	lease->released_at = now;
 	LeaseStore(rels, name, lease);
+}
+
+/*
+ * Names of up to limit leases that are not held now and whose last change
+ * (release, or expiry) came before cutoff.  Read with the latest committed
+ * state; the caller must lock each name and check again before deleting.
+ */
+List *
+LeaseListIdle(const DlockRelations *rels, TimestampTz now, TimestampTz cutoff,
+			  int limit)
+{
+	Relation	rel;
+	SysScanDesc scan;
+	HeapTuple	tuple;
+	List	   *names = NIL;
+
+	rel = table_open(rels->lease_table, AccessShareLock);
+	scan = systable_beginscan(rel, InvalidOid, false, SnapshotSelf, 0, NULL);
+	while (list_length(names) < limit &&
+		   HeapTupleIsValid(tuple = systable_getnext(scan)))
+	{
+		Datum		values[Natts_dlock_lease];
+		bool		nulls[Natts_dlock_lease];
+		TimestampTz expires_at;
+		TimestampTz last;
+
+		heap_deform_tuple(tuple, RelationGetDescr(rel), values, nulls);
+		expires_at = DatumGetTimestampTz(values[Anum_dlock_lease_expires_at - 1]);
+		if (nulls[Anum_dlock_lease_released_at - 1])
+		{
+			if (expires_at > now)
+				continue;		/* held */
+			last = expires_at;
+		}
+		else
+			last = DatumGetTimestampTz(values[Anum_dlock_lease_released_at - 1]);
+		if (last < cutoff)
+			names = lappend(names,
+							DatumGetTextPCopy(values[Anum_dlock_lease_name - 1]));
+	}
+	systable_endscan(scan);
+	table_close(rel, AccessShareLock);
+	return names;
+}
+
+/* Delete the row of a lease that is not held.  Tokens are not affected. */
+void
+LeaseDelete(const DlockRelations *rels, DlockLease *lease)
+{
+	Relation	rel = table_open(rels->lease_table, RowExclusiveLock);
+
+	Assert(lease->found);
+	simple_heap_delete(rel, &lease->tid);
+	table_close(rel, NoLock);
+	lease->found = false;
+	CommandCounterIncrement();
 }

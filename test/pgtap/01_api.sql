@@ -10,7 +10,7 @@ CREATE EXTENSION dlock;
 -- pg_get_function_arguments() prints interval defaults in this style.
 SET LOCAL IntervalStyle = 'postgres';
 
-SELECT plan(82);
+SELECT plan(91);
 
 -- ---------------------------------------------------------------------------
 -- The extension
@@ -31,10 +31,11 @@ SELECT set_eq(
           'function dlock_check(text,bigint)',
           'function dlock_assert(text,bigint)',
           'function dlock_fence()',
+          'function dlock_cleanup(interval,integer)',
           'table dlock_lease',
           'sequence dlock_token_seq',
           'view dlock_leases'],
-    'extension dlock owns exactly its six functions, the table, the sequence and the view');
+    'extension dlock owns exactly its seven functions, the table, the sequence and the view');
 SELECT ok((SELECT e.extconfig @> ARRAY[to_regclass('dlock_lease')::pg_catalog.oid,
                                        to_regclass('dlock_token_seq')::pg_catalog.oid]
              FROM pg_catalog.pg_extension AS e WHERE e.extname = 'dlock'),
@@ -163,13 +164,37 @@ SELECT volatility_is('dlock_fence', ARRAY[]::name[], 'volatile',
 SELECT isnt_strict('dlock_fence', ARRAY[]::name[], 'dlock_fence is not strict');
 SELECT isnt_definer('dlock_fence', ARRAY[]::name[], 'dlock_fence is not security definer');
 
+-- ---------------------------------------------------------------------------
+-- dlock_cleanup(older_than interval DEFAULT '1 day', max_rows integer DEFAULT 1000) RETURNS bigint
+-- ---------------------------------------------------------------------------
+SELECT has_function('dlock_cleanup', ARRAY['interval', 'integer'],
+                    'dlock_cleanup(interval, integer) exists');
+SELECT is((SELECT pg_catalog.pg_get_function_arguments(to_regprocedure('dlock_cleanup(interval,integer)'))),
+          'older_than interval DEFAULT ''1 day''::interval, max_rows integer DEFAULT 1000',
+          'dlock_cleanup has arguments older_than DEFAULT 1 day, max_rows DEFAULT 1000');
+SELECT function_returns('dlock_cleanup', ARRAY['interval', 'integer'], 'bigint',
+                        'dlock_cleanup returns bigint');
+SELECT function_lang_is('dlock_cleanup', ARRAY['interval', 'integer'], 'c',
+                        'dlock_cleanup is written in C');
+SELECT volatility_is('dlock_cleanup', ARRAY['interval', 'integer'], 'volatile',
+                     'dlock_cleanup is volatile');
+SELECT isnt_strict('dlock_cleanup', ARRAY['interval', 'integer'],
+                   'dlock_cleanup is not strict');
+SELECT isnt_definer('dlock_cleanup', ARRAY['interval', 'integer'],
+                    'dlock_cleanup is not security definer');
+SELECT is((SELECT proparallel FROM pg_catalog.pg_proc
+            WHERE oid = to_regprocedure('dlock_cleanup(interval,integer)')),
+          'u'::"char", 'dlock_cleanup is parallel unsafe');
+SELECT ok(COALESCE(pg_catalog.obj_description(to_regprocedure('dlock_cleanup(interval,integer)'), 'pg_proc'), '') <> '',
+          'function dlock_cleanup has a comment');
+
 -- No other overloads that could make a call ambiguous.
 SELECT is((SELECT pg_catalog.count(*)::integer FROM pg_catalog.pg_proc
             WHERE proname IN ('dlock_acquire', 'dlock_release', 'dlock_renew',
-                              'dlock_check', 'dlock_assert', 'dlock_fence')
+                              'dlock_check', 'dlock_assert', 'dlock_fence', 'dlock_cleanup')
               AND pronamespace = (SELECT extnamespace FROM pg_catalog.pg_extension
                                    WHERE extname = 'dlock')),
-          6, 'each dlock function has exactly one signature');
+          7, 'each dlock function has exactly one signature');
 
 -- ---------------------------------------------------------------------------
 -- The view dlock_leases

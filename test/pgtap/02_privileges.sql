@@ -12,7 +12,7 @@ BEGIN;
 CREATE EXTENSION IF NOT EXISTS pgtap;
 CREATE EXTENSION dlock;
 
-SELECT plan(70);
+SELECT plan(72);
 
 CREATE ROLE dlock_pgtap_a NOLOGIN;
 CREATE ROLE dlock_pgtap_b NOLOGIN;
@@ -53,6 +53,10 @@ SELECT function_privs_are('dlock_assert', ARRAY['text', 'bigint'],
                           'public', ARRAY['EXECUTE']::name[], 'PUBLIC may execute dlock_assert');
 SELECT function_privs_are('dlock_fence', ARRAY[]::name[],
                           'public', ARRAY['EXECUTE']::name[], 'PUBLIC may execute dlock_fence');
+SELECT function_privs_are('dlock_cleanup', ARRAY['interval', 'integer'],
+                          'public', ARRAY[]::name[], 'PUBLIC may not execute dlock_cleanup');
+SELECT function_privs_are('dlock_cleanup', ARRAY['interval', 'integer'],
+                          'dlock_pgtap_a', ARRAY[]::name[], 'a plain role may not execute dlock_cleanup');
 
 -- ---------------------------------------------------------------------------
 -- A plain role uses the API and the view
