@@ -1,0 +1,223 @@
+#!/usr/bin/env bash
+# test/bench/run.sh: dlock side by side with the hand-written SQL lease and
+# advisory locks, run by "make bench" against a throwaway durable cluster
+# (or by hand: PGHOST/PGPORT/PGUSER set, dlock installable).
+#
+# One run, contenders alternating within every cell, ROUNDS rounds; medians
+# and the ratios the performance targets are stated in.  Then the waiting
+# benchmark (wait.py) and the churn/bloat benchmark (bloat.sh).
+#
+# Environment: DLOCK_BENCH_SECONDS (per pgbench run, default 5),
+# DLOCK_BENCH_ROUNDS (default 3), DLOCK_BENCH_CLIENTS (default 8),
+# DLOCK_BENCH_QUICK=1 (1 s runs, 1 round, 10^4 names at most: a smoke test).
+set -uo pipefail
+
+here=$(cd "$(dirname "$0")" && pwd)
+T=${DLOCK_BENCH_SECONDS:-5}
+ROUNDS=${DLOCK_BENCH_ROUNDS:-3}
+C=${DLOCK_BENCH_CLIENTS:-8}
+SIZES="1000 100000 1000000"
+if [ -n "${DLOCK_BENCH_QUICK:-}" ]; then
+	T=1 ROUNDS=1 SIZES="1000 10000"
+fi
+DB=dlock_bench
+work=$(mktemp -d)
+results=$work/results.tsv
+holder_pid=
+
+cleanup() {
+	[ -n "$holder_pid" ] && kill "$holder_pid" 2>/dev/null
+	rm -rf "$work"
+}
+trap cleanup EXIT
+
+q() { psql -X -q -v ON_ERROR_STOP=1 -d "$DB" -At "$@"; }
+
+psql -X -q -d postgres -c "SET client_min_messages = warning" -c "DROP DATABASE IF EXISTS $DB WITH (FORCE)" -c "CREATE DATABASE $DB" || exit 1
+q <<'EOF' || exit 1
+CREATE EXTENSION dlock;
+-- The hand-written SQL lease users compare dlock with.
+CREATE TABLE hand_lease (name text PRIMARY KEY, token bigint NOT NULL,
+                         owner text, expires_at timestamptz NOT NULL);
+CREATE SEQUENCE hand_token_seq;
+EOF
+
+# ---------------------------------------------------------------- scripts
+mk() { cat >"$work/$1.sql"; }
+
+# Uncontended: every client its own name.
+mk dlock_free <<'EOF'
+SELECT dlock_acquire('c' || :client_id, '1 min') AS tok \gset
+SELECT dlock_release('c' || :client_id, :tok);
+EOF
+mk hand_free <<'EOF'
+INSERT INTO hand_lease AS l (name, token, expires_at)
+VALUES ('c' || :client_id, nextval('hand_token_seq'), clock_timestamp() + interval '1 min')
+ON CONFLICT (name) DO UPDATE SET token = excluded.token, owner = excluded.owner,
+                                 expires_at = excluded.expires_at
+ WHERE l.expires_at <= clock_timestamp()
+RETURNING token AS tok \gset
+UPDATE hand_lease SET expires_at = clock_timestamp() WHERE name = 'c' || :client_id AND token = :tok;
+EOF
+mk adv_free <<'EOF'
+SELECT pg_try_advisory_lock(1, :client_id);
+SELECT pg_advisory_unlock(1, :client_id);
+EOF
+
+# Contended: all clients on one name; a pair only when the try succeeds.
+mk dlock_hot <<'EOF'
+SELECT coalesce(dlock_acquire('hot', '1 min'), 0) AS tok \gset
+\if :tok > 0
+SELECT dlock_release('hot', :tok);
+\endif
+EOF
+mk hand_hot <<'EOF'
+WITH t AS (
+  INSERT INTO hand_lease AS l (name, token, expires_at)
+  VALUES ('hot', nextval('hand_token_seq'), clock_timestamp() + interval '1 min')
+  ON CONFLICT (name) DO UPDATE SET token = excluded.token, owner = excluded.owner,
+                                   expires_at = excluded.expires_at
+   WHERE l.expires_at <= clock_timestamp()
+  RETURNING token)
+SELECT coalesce(max(token), 0) AS tok FROM t \gset
+\if :tok > 0
+UPDATE hand_lease SET expires_at = clock_timestamp() WHERE name = 'hot' AND token = :tok;
+\endif
+EOF
+mk adv_hot <<'EOF'
+SELECT pg_try_advisory_lock(1, 0)::int AS got \gset
+\if :got = 1
+SELECT pg_advisory_unlock(1, 0);
+\endif
+EOF
+
+# The busy path: the name is held elsewhere, the try fails.
+mk dlock_busy <<'EOF'
+SELECT dlock_acquire('busy', '1 min');
+EOF
+mk hand_busy <<'EOF'
+INSERT INTO hand_lease AS l (name, token, expires_at)
+VALUES ('busy', nextval('hand_token_seq'), clock_timestamp() + interval '1 min')
+ON CONFLICT (name) DO UPDATE SET token = excluded.token, owner = excluded.owner,
+                                 expires_at = excluded.expires_at
+ WHERE l.expires_at <= clock_timestamp()
+RETURNING token;
+EOF
+mk adv_busy <<'EOF'
+SELECT pg_try_advisory_lock(1, 999999);
+EOF
+
+# The busy names are held for the whole run: a dlock lease, a hand lease
+# row, and a session that keeps the advisory lock.
+q -c "SELECT dlock_acquire('busy', '1 day')" >/dev/null
+q -c "INSERT INTO hand_lease VALUES ('busy', nextval('hand_token_seq'), NULL, now() + interval '1 day')"
+psql -X -q -d "$DB" -c "SELECT pg_advisory_lock(1, 999999), pg_sleep(100000)" >/dev/null 2>&1 &
+holder_pid=$!
+sleep 1
+
+populate() {
+	local n=$1
+	q >/dev/null <<-EOF
+		TRUNCATE hand_lease;
+		INSERT INTO hand_lease SELECT 'pre' || i, i, NULL, now() + interval '1 day' FROM generate_series(1, $n) i;
+		INSERT INTO hand_lease VALUES ('busy', nextval('hand_token_seq'), NULL, now() + interval '1 day');
+		TRUNCATE dlock_lease;
+		INSERT INTO dlock_lease
+		  SELECT 'pre' || i, nextval('dlock_token_seq'), NULL,
+		         (SELECT oid FROM pg_roles WHERE rolname = current_user),
+		         now(), now() + interval '1 day', NULL
+		    FROM generate_series(1, $n) i;
+		SELECT dlock_acquire('busy', '1 day');
+	EOF
+	q -c "VACUUM ANALYZE hand_lease" -c "VACUUM ANALYZE dlock_lease" -c "CHECKPOINT"
+}
+
+# run SIZE SCENARIO DURABILITY CONTENDER
+run() {
+	local size=$1 scen=$2 dur=$3 who=$4 opts="" out tps lat
+	[ "$dur" = async ] && opts="-c synchronous_commit=off"
+	out=$(PGOPTIONS="$opts" pgbench -n -M prepared -c "$C" -j 2 -T "$T" -f "$work/${who}_$scen.sql" "$DB" 2>&1)
+	tps=$(sed -n 's/^tps = \([0-9.]*\) .*/\1/p' <<<"$out")
+	lat=$(sed -n 's/^latency average = \([0-9.]*\) ms/\1/p' <<<"$out")
+	if [ -z "$tps" ]; then
+		echo "pgbench failed for $who $scen $dur:" >&2
+		echo "$out" >&2
+		exit 1
+	fi
+	printf '%s\t%s\t%s\t%s\t%s\t%s\n' "$size" "$scen" "$dur" "$who" "$tps" "$lat" >>"$results"
+	printf '  %-8s %-5s %-7s %-6s %10.0f tps  %7.3f ms\n' "$size" "$scen" "$dur" "$who" "$tps" "$lat"
+}
+
+echo "pgbench: $C clients, ${T}s per run, $ROUNDS rounds, contenders alternating"
+echo "  names    case  commit  who           tps   latency"
+for size in $SIZES; do
+	populate "$size"
+	for round in $(seq "$ROUNDS"); do
+		if [ "$size" = 1000 ]; then
+			for scen in free hot busy; do
+				for dur in durable async; do
+					for who in dlock hand adv; do
+						run "$size" "$scen" "$dur" "$who"
+					done
+				done
+			done
+		else
+			for who in dlock hand; do
+				run "$size" free async "$who"
+			done
+		fi
+	done
+done
+
+# ---------------------------------------------------------------- report
+python3_bin=/usr/bin/python3
+"$python3_bin" - "$results" <<'EOF'
+import statistics, sys
+rows = [l.rstrip("\n").split("\t") for l in open(sys.argv[1])]
+med = {}
+for size, scen, dur, who, tps, lat in rows:
+    med.setdefault((size, scen, dur, who), []).append((float(tps), float(lat)))
+def tps(size, scen, dur, who):
+    return statistics.median(t for t, _ in med[(size, scen, dur, who)])
+def lat(size, scen, dur, who):
+    return statistics.median(l for _, l in med[(size, scen, dur, who)])
+
+print()
+print("medians (transactions/s; a transaction is one acquire+release pair,")
+print("or one attempt in the contended and busy cases), 10^3 names:")
+print(f"  {'case':32} {'dlock':>10} {'hand SQL':>10} {'advisory':>10}")
+for scen, label in (("free", "uncontended"), ("hot", "contended, one name"), ("busy", "busy (try fails)")):
+    for dur in ("durable", "async"):
+        print(f"  {label + ', ' + dur:32} " +
+              " ".join(f"{tps('1000', scen, dur, w):10.0f}" for w in ("dlock", "hand", "adv")))
+
+checks = []
+def check(name, value, target):
+    ok = value >= target
+    checks.append(ok)
+    print(f"  {name:62} {value:6.2f}x  (target >= {target}x)  {'met' if ok else 'MISSED'}")
+
+print()
+print("ratios:")
+check("durable pairs/s, dlock / hand SQL", tps("1000", "free", "durable", "dlock") / tps("1000", "free", "durable", "hand"), 1.2)
+check("synchronous_commit=off pairs/s, dlock / hand SQL", tps("1000", "free", "async", "dlock") / tps("1000", "free", "async", "hand"), 1.5)
+check("synchronous_commit=off pairs/s, dlock / advisory locks", tps("1000", "free", "async", "dlock") / tps("1000", "free", "async", "adv"), 0.5)
+check("busy path, dlock / failed pg_try_advisory_lock", tps("1000", "busy", "async", "dlock") / tps("1000", "busy", "async", "adv"), 0.9)
+sizes = sorted({int(s) for s, *_ in rows})
+for big in sizes[1:]:
+    r = lat(str(big), "free", "async", "dlock") / lat("1000", "free", "async", "dlock")
+    ok = r <= 1.2
+    checks.append(ok)
+    print(f"  {'dlock pair latency, 10^%d names / 10^3 names' % len(str(big)[1:]):62} {r:6.2f}x  (target <= 1.2x)  {'met' if ok else 'MISSED'}")
+print(f"\n{sum(checks)} of {len(checks)} targets met")
+EOF
+
+echo
+echo "waiting (test/bench/wait.py):"
+/usr/bin/python3 "$here/wait.py" ${DLOCK_BENCH_QUICK:+--quick}
+
+echo
+echo "churn (test/bench/bloat.sh):"
+bash "$here/bloat.sh"
+
+psql -X -q -d postgres -c "DROP DATABASE IF EXISTS $DB WITH (FORCE)"
