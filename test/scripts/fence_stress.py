@@ -1,0 +1,714 @@
+"""test/scripts/fence_stress.py: the fencing stress test (see fence_stress.sh).
+
+CLIENTS client processes fight over three lock names with a 150 ms TTL for
+SECONDS seconds.  Each one loops: acquire a name (waiting up to 100 ms), then
+write a few rows into a ledger table guarded by
+
+    dlock_fence('name', 'token', 'column')
+
+each in a transaction of its own, then release.  Some holdings go wrong on
+purpose:
+
+  creep           writes every 5-30 ms until one is rejected: writes race the
+                  expiry and the waiters that wake up at it
+  stall between   a write or two, a 200-400 ms stall past the lease, another
+                  write (must be rejected with LK001), a release (must be false)
+  stall inside    a fenced insert, the stall inside the open transaction, then
+                  COMMIT: accepted, the open check keeps the lease from
+                  changing hands meanwhile
+  stale inside    the same, but a second insert after the stall: rejected with
+                  LK001 "The lease expired." (nobody can have taken over), and
+                  the whole transaction rolls back
+  drop between    the process kills itself (SIGKILL) while holding the lease
+  drop inside     the same, inside a write transaction after its insert; the
+                  row must not survive
+
+A killed client is restarted under a new client id.  Every client logs what
+it saw (acquisitions, commits, rejections, releases, stalls, disconnects) to a
+file of its own.  The ledger records, per row, the server clock after the
+fence check and, from a deferred trigger that runs at COMMIT, a commit-order
+value and the server clock at commit.  Within one name the commit-order value
+is the commit order: a holder's rows commit while its fence check blocks any
+hand-over, and the next holder writes only after its acquire committed.
+
+Afterwards it checks, per name: tokens never go backwards in commit order; no
+holder committed a write after a later holder acquired the lease (server
+clock); the ledger holds exactly the writes the clients saw commit; stale
+writes were attempted and all rejected; leases never overlapped; nothing else
+went wrong; and the run did enough work to mean something.  It prints TAP and
+its counts, and exits 1 on any failure.
+
+Environment: PGHOST, PGPORT, PGUSER, PGDATABASE (the maintenance database),
+DLOCK_STRESS_DB (default dlock_stress, dropped and recreated),
+DLOCK_STRESS_CLIENTS (10), DLOCK_STRESS_SECONDS (20), DLOCK_STRESS_SEED,
+DLOCK_STRESS_KEEP=1 keeps the database and the client logs.
+"""
+
+import json
+import multiprocessing
+import multiprocessing.connection
+import os
+import random
+import shutil
+import signal
+import sys
+import tempfile
+import time
+import traceback
+
+import psycopg
+from psycopg import sql
+from psycopg.rows import dict_row
+
+DB = os.environ.get("DLOCK_STRESS_DB", "dlock_stress")
+CLIENTS = int(os.environ.get("DLOCK_STRESS_CLIENTS", "10"))
+SECONDS = float(os.environ.get("DLOCK_STRESS_SECONDS", "20"))
+SEED = int(os.environ.get("DLOCK_STRESS_SEED", str(int(time.time() * 1000) % 1000000)))
+KEEP = bool(os.environ.get("DLOCK_STRESS_KEEP"))
+
+NAMES = ("stress/a", "stress/b", "stress/c")
+TTL_MS = 150
+WAIT_MS = 100
+STALL_S = (0.2, 0.4)            # always longer than the TTL
+GRACE_S = 15                    # how long clients may take to stop after SECONDS
+
+# What a holder does with its lease, and how often.
+PLANS = (
+    ("normal", 66),
+    ("creep", 10),
+    ("stall_between", 10),
+    ("stall_inside", 4),
+    ("stale_inside", 4),
+    ("drop_between", 3),
+    ("drop_inside", 3),
+)
+
+# The least a run must have done for its verdict to mean anything.
+MIN_ACCEPTED = 200
+MIN_HOLDERS_PER_NAME = 20
+
+EXPIRED = "The lease expired."
+NEWER = "The lock has since been acquired with a newer token."
+
+
+def us(expr):
+    """SQL for a timestamptz as integer microseconds since the epoch."""
+    return f"(extract(epoch FROM {expr}) * 1000000)::bigint"
+
+
+SCHEMA = f"""
+CREATE EXTENSION dlock;
+
+-- Drawn at COMMIT, by the deferred trigger below.
+CREATE SEQUENCE ledger_commit_order CACHE 1;
+
+CREATE TABLE ledger (
+    name        text NOT NULL,
+    token       bigint NOT NULL,
+    client      text NOT NULL,
+    cseq        integer NOT NULL,
+    written_us  bigint,
+    PRIMARY KEY (client, cseq)
+);
+
+CREATE TABLE ledger_commit (
+    client       text NOT NULL,
+    cseq         integer NOT NULL,
+    commit_order bigint NOT NULL DEFAULT nextval('ledger_commit_order'),
+    commit_us    bigint NOT NULL DEFAULT {us("clock_timestamp()")},
+    PRIMARY KEY (client, cseq)
+);
+
+CREATE FUNCTION ledger_stamp() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    NEW.written_us := {us("clock_timestamp()")};
+    RETURN NEW;
+END $$;
+
+CREATE FUNCTION ledger_commit_stamp() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    INSERT INTO ledger_commit (client, cseq) VALUES (NEW.client, NEW.cseq);
+    RETURN NULL;
+END $$;
+
+-- BEFORE triggers fire in name order: the fence first, then the stamp.
+CREATE TRIGGER ledger_1_fence BEFORE INSERT OR UPDATE ON ledger
+    FOR EACH ROW EXECUTE FUNCTION dlock_fence('name', 'token', 'column');
+CREATE TRIGGER ledger_2_stamp BEFORE INSERT ON ledger
+    FOR EACH ROW EXECUTE FUNCTION ledger_stamp();
+CREATE CONSTRAINT TRIGGER ledger_3_commit AFTER INSERT ON ledger
+    DEFERRABLE INITIALLY DEFERRED
+    FOR EACH ROW EXECUTE FUNCTION ledger_commit_stamp();
+"""
+
+
+# ---------------------------------------------------------------------------
+# The client processes
+# ---------------------------------------------------------------------------
+
+class ClientFailure(Exception):
+    """Something a client did not expect; it logs it and exits 3."""
+
+
+class Client:
+    def __init__(self, slot, incarnation, logdir, deadline, seed):
+        self.id = f"c{slot:02d}.{incarnation}"
+        self.deadline = deadline
+        self.rng = random.Random(seed)
+        self.cseq = 0
+        self.busy = 0
+        self.lost = False               # a write of this holding was rejected
+        self.fd = os.open(os.path.join(logdir, self.id + ".log"),
+                          os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+        self.conn = None
+        self.plans = [p for p, _ in PLANS]
+        self.weights = [w for _, w in PLANS]
+
+    def log(self, ev, **kw):
+        """One event, written through to the file before anything else happens."""
+        kw["ev"] = ev
+        kw["client"] = self.id
+        os.write(self.fd, (json.dumps(kw) + "\n").encode())
+
+    def run(self):
+        self.conn = psycopg.connect(
+            dbname=DB, autocommit=True, application_name=self.id,
+            options="-c statement_timeout=15s")
+        self.log("start")
+        while time.monotonic() < self.deadline:
+            self.cycle()
+        self.log("exit", busy=self.busy)
+        self.conn.close()
+
+    def fail(self, what, err=None):
+        raise ClientFailure(what if err is None else
+                            f"{what}: SQLSTATE {err.sqlstate}: {str(err).strip()}")
+
+    def disconnect(self, where, name, token, cseqs=()):
+        """Die while holding the lease: the server sees the socket close."""
+        self.log("disconnect", where=where, name=name, token=token,
+                 cseqs=list(cseqs), busy=self.busy)
+        os.kill(os.getpid(), signal.SIGKILL)
+
+    def stall(self, where, name, token):
+        secs = self.rng.uniform(*STALL_S)
+        self.log("stall", where=where, name=name, token=token, ms=round(secs * 1000))
+        time.sleep(secs)
+
+    def next_cseq(self):
+        self.cseq += 1
+        return self.cseq
+
+    def insert(self, name, token, cseq):
+        self.conn.execute(
+            "INSERT INTO ledger (name, token, client, cseq) VALUES (%s, %s, %s, %s)",
+            (name, token, self.id, cseq))
+
+    def rejected(self, err, name, token, cseqs, kind):
+        """A write (and everything else in its transaction) was refused."""
+        if err.sqlstate != "LK001":
+            self.fail(f"{kind} write with token {token} on {name}", err)
+        self.lost = True
+        self.log("reject", name=name, token=token, cseqs=list(cseqs), kind=kind,
+                 detail=err.diag.message_detail)
+
+    def acquire(self, name):
+        with self.conn.transaction():
+            token = self.conn.execute(
+                "SELECT dlock_acquire(%s, %s::interval, %s::interval)",
+                (name, f"{TTL_MS} ms", f"{WAIT_MS} ms")).fetchone()[0]
+            if token is None:
+                return None
+            seen, acquired_us, expires_us = self.conn.execute(
+                f"SELECT token, {us('acquired_at')}, {us('expires_at')}"
+                " FROM dlock_leases WHERE name = %s", (name,)).fetchone()
+        # The token is valid from here on: the acquire has committed.
+        self.lost = False
+        self.log("acquire", name=name, token=token, seen_token=seen,
+                 acquired_us=acquired_us, expires_us=expires_us)
+        return token
+
+    def release(self, name, token, after_stall):
+        with self.conn.transaction():
+            ok = self.conn.execute("SELECT dlock_release(%s, %s)",
+                                   (name, token)).fetchone()[0]
+            at_us = self.conn.execute(
+                f"SELECT {us('clock_timestamp()')}").fetchone()[0]
+        self.log("release", name=name, token=token, ok=ok, at_us=at_us,
+                 after_stall=after_stall, lost=self.lost)
+
+    def write(self, name, token, kind):
+        """One fenced insert in a transaction of its own; True if it committed."""
+        cseq = self.next_cseq()
+        try:
+            with self.conn.transaction():
+                self.insert(name, token, cseq)
+        except psycopg.Error as err:
+            self.rejected(err, name, token, [cseq], kind)
+            return False
+        self.log("commit", name=name, token=token, cseq=cseq, kind=kind)
+        return True
+
+    def writes(self, name, token, low, high):
+        for _ in range(self.rng.randint(low, high)):
+            if not self.write(name, token, "fresh"):
+                return
+
+    def stall_inside(self, name, token, stale):
+        """Insert, stall in the open transaction, then commit, or insert again."""
+        c1 = self.next_cseq()
+        c2 = self.next_cseq() if stale else None
+        stage = "insert"
+        try:
+            with self.conn.transaction():
+                self.insert(name, token, c1)
+                stage = "stall"
+                self.stall("inside", name, token)
+                if stale:
+                    stage = "stale"
+                    self.insert(name, token, c2)
+                stage = "commit"
+        except psycopg.Error as err:
+            if stage == "insert":
+                self.rejected(err, name, token, [c1], "fresh")
+            elif stage == "stale":
+                self.rejected(err, name, token, [c1, c2], "stale_inside")
+            else:
+                self.fail(f"{stage} of a transaction stalled with token {token} on {name}", err)
+            return
+        self.log("commit", name=name, token=token, cseq=c1,
+                 kind="held_open" if not stale else "fresh")
+        if stale:
+            self.log("commit", name=name, token=token, cseq=c2, kind="stale_inside")
+
+    def cycle(self):
+        name = self.rng.choice(NAMES)
+        token = self.acquire(name)
+        if token is None:
+            self.busy += 1
+            return
+        plan = self.rng.choices(self.plans, self.weights)[0]
+        if plan == "normal":
+            self.writes(name, token, 1, 3)
+            self.release(name, token, after_stall=False)
+        elif plan == "creep":
+            for _ in range(100):
+                if not self.write(name, token, "creep"):
+                    break
+                time.sleep(self.rng.uniform(0.005, 0.03))
+            self.release(name, token, after_stall=False)
+        elif plan == "stall_between":
+            self.writes(name, token, 1, 2)
+            self.stall("between", name, token)
+            self.write(name, token, "stale")
+            self.release(name, token, after_stall=True)
+        elif plan in ("stall_inside", "stale_inside"):
+            self.writes(name, token, 0, 1)
+            self.stall_inside(name, token, stale=(plan == "stale_inside"))
+            self.release(name, token, after_stall=True)
+        elif plan == "drop_between":
+            self.writes(name, token, 0, 2)
+            self.disconnect("between", name, token)
+        elif plan == "drop_inside":
+            self.writes(name, token, 0, 1)
+            cseq = self.next_cseq()
+            try:
+                self.conn.execute("BEGIN")
+                self.insert(name, token, cseq)
+            except psycopg.Error as err:
+                self.rejected(err, name, token, [cseq], "fresh")
+                self.conn.execute("ROLLBACK")
+                self.disconnect("between", name, token)
+            self.disconnect("inside", name, token, [cseq])
+
+
+def client_main(slot, incarnation, logdir, deadline, seed):
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    client = Client(slot, incarnation, logdir, deadline, seed)
+    try:
+        client.run()
+    except ClientFailure as e:
+        client.log("error", what=str(e))
+        os._exit(3)
+    except BaseException as e:
+        client.log("error", what=f"{type(e).__name__}: {str(e).strip()}",
+                   trace=traceback.format_exc())
+        os._exit(4)
+    os._exit(0)
+
+
+# ---------------------------------------------------------------------------
+# The supervisor
+# ---------------------------------------------------------------------------
+
+def read_log(path):
+    events = []
+    with open(path) as f:
+        for line in f:
+            if line.strip():
+                events.append(json.loads(line))
+    return events
+
+
+def run_clients(logdir):
+    """Run CLIENTS slots until SECONDS are over, restarting those that drop."""
+    ctx = multiprocessing.get_context("fork")
+    start = time.monotonic()
+    deadline = start + SECONDS
+    hard_deadline = deadline + GRACE_S
+    running = {}                    # sentinel -> (process, slot, incarnation)
+    incarnations = [0] * CLIENTS
+    problems = []
+    started = 0
+
+    def spawn(slot):
+        nonlocal started
+        inc = incarnations[slot]
+        seed = SEED * 1000003 + slot * 1009 + inc
+        p = ctx.Process(target=client_main, args=(slot, inc, logdir, deadline, seed),
+                        daemon=True)
+        p.start()
+        running[p.sentinel] = (p, slot, inc)
+        started += 1
+
+    for slot in range(CLIENTS):
+        spawn(slot)
+
+    while running:
+        ready = multiprocessing.connection.wait(list(running), timeout=0.5)
+        for s in ready:
+            p, slot, inc = running.pop(s)
+            p.join()
+            cid = f"c{slot:02d}.{inc}"
+            path = os.path.join(logdir, cid + ".log")
+            events = read_log(path) if os.path.exists(path) else []
+            last = events[-1] if events else {}
+            if p.exitcode == -signal.SIGKILL and last.get("ev") == "disconnect":
+                if time.monotonic() < deadline:
+                    incarnations[slot] += 1
+                    spawn(slot)
+            elif p.exitcode != 0 or last.get("ev") != "exit":
+                problems.append(f"client {cid} exited with code {p.exitcode}, "
+                                f"last event {json.dumps(last)}")
+        if time.monotonic() > hard_deadline:
+            for p, slot, inc in running.values():
+                p.kill()
+                p.join()
+                problems.append(f"client c{slot:02d}.{inc} still running "
+                                f"{GRACE_S} s after the end: killed")
+            running.clear()
+    return started, time.monotonic() - start, problems
+
+
+# ---------------------------------------------------------------------------
+# The verdict
+# ---------------------------------------------------------------------------
+
+class Tap:
+    def __init__(self):
+        self.n = 0
+        self.failed = 0
+
+    def check(self, desc, problems):
+        self.n += 1
+        if problems:
+            self.failed += 1
+            print(f"not ok {self.n} - {desc}")
+            for p in problems[:8]:
+                print(f"#   {p}")
+            if len(problems) > 8:
+                print(f"#   ... and {len(problems) - 8} more")
+        else:
+            print(f"ok {self.n} - {desc}")
+
+
+def verify(logdir, rows, started, elapsed, run_problems):
+    events = []
+    for fn in sorted(os.listdir(logdir)):
+        events.extend(read_log(os.path.join(logdir, fn)))
+    by = {}
+    for e in events:
+        by.setdefault(e["ev"], []).append(e)
+    acquires = by.get("acquire", [])
+    commits = by.get("commit", [])
+    rejects = by.get("reject", [])
+    releases = by.get("release", [])
+    stalls = by.get("stall", [])
+    drops = by.get("disconnect", [])
+    errors = by.get("error", [])
+    busy = sum(e["busy"] for e in by.get("exit", []) + drops)
+
+    acq_by_token = {}
+    dup_tokens = []
+    for e in acquires:
+        if e["token"] in acq_by_token:
+            dup_tokens.append(f"token {e['token']} handed out twice: "
+                              f"{json.dumps(acq_by_token[e['token']])} and {json.dumps(e)}")
+        acq_by_token[e["token"]] = e
+    release_of = {e["token"]: e for e in releases}
+
+    def key(client, cseq):
+        return (client, cseq)
+
+    ledger = {key(r["client"], r["cseq"]): r for r in rows}
+    committed = {key(e["client"], e["cseq"]): e for e in commits}
+    refused = {key(e["client"], c): e for e in rejects for c in e["cseqs"]}
+    abandoned = {key(e["client"], c): e for e in drops for c in e["cseqs"]}
+
+    stale_kinds = ("stale", "stale_inside")
+    stale_rejected = [e for e in rejects if e["kind"] in stale_kinds]
+    stale_accepted = [e for e in commits if e["kind"] in stale_kinds]
+    late_rejected = [e for e in rejects if e["kind"] == "fresh"]
+    creep_rejected = [e for e in rejects if e["kind"] == "creep"]
+
+    # Counts.
+    names = {n: {"rows": 0, "holders": set(), "acquires": 0} for n in NAMES}
+    for r in rows:
+        names[r["name"]]["rows"] += 1
+        names[r["name"]]["holders"].add(r["token"])
+    for e in acquires:
+        names[e["name"]]["acquires"] += 1
+    attempts = len(commits) + sum(len(e["cseqs"]) for e in rejects) + len(abandoned)
+    print(f"# run: {CLIENTS} clients, {len(NAMES)} names, ttl {TTL_MS} ms, "
+          f"wait {WAIT_MS} ms, {elapsed:.1f} s, seed {SEED}")
+    print(f"# acquisitions: {len(acquires)} (busy acquire calls: {busy})")
+    print(f"# writes attempted: {attempts}, accepted: {len(commits)} "
+          f"(inside a stalled open transaction: "
+          f"{sum(1 for e in commits if e['kind'] == 'held_open')}), "
+          f"rows in ledger: {len(rows)}")
+    print(f"# stale writes rejected with LK001: {len(stale_rejected)} "
+          f"(after a stall between transactions: "
+          f"{sum(1 for e in stale_rejected if e['kind'] == 'stale')}, "
+          f"after a stall inside the transaction: "
+          f"{sum(1 for e in stale_rejected if e['kind'] == 'stale_inside')}), "
+          f"stale writes accepted: {len(stale_accepted)}")
+    print(f"# writes rejected with LK001 without a stall: {len(creep_rejected)} "
+          f"from holders writing until their lease ran out "
+          f"({sum(1 for e in commits if e['kind'] == 'creep')} accepted before), "
+          f"{len(late_rejected)} from others (lease ran out under load)")
+    print(f"# stalls: {len(stalls)} (between transactions: "
+          f"{sum(1 for e in stalls if e['where'] == 'between')}, "
+          f"inside a transaction: {sum(1 for e in stalls if e['where'] == 'inside')})")
+    print(f"# disconnects while holding: {len(drops)} (between transactions: "
+          f"{sum(1 for e in drops if e['where'] == 'between')}, "
+          f"inside a write transaction: {sum(1 for e in drops if e['where'] == 'inside')}); "
+          f"client processes started: {started}")
+    print(f"# releases: {len(releases)} (true: {sum(1 for e in releases if e['ok'])}, "
+          f"false: {sum(1 for e in releases if not e['ok'])}; "
+          f"after a stall: {sum(1 for e in releases if e['after_stall'])}, "
+          f"after a rejected write: "
+          f"{sum(1 for e in releases if e['lost'] and not e['after_stall'])})")
+    for n, c in names.items():
+        print(f"# name {n}: {c['acquires']} acquisitions, {len(c['holders'])} holders "
+              f"wrote {c['rows']} rows")
+
+    tap = Tap()
+    print("1..7")
+
+    # 1. Tokens in commit order never go backwards.
+    problems = []
+    for n in NAMES:
+        seq = sorted((r for r in rows if r["name"] == n),
+                     key=lambda r: (r["commit_order"] is None, r["commit_order"] or 0))
+        prev = None
+        for r in seq:
+            if r["commit_order"] is None:
+                problems.append(f"{n}: row {r['client']}/{r['cseq']} has no commit stamp")
+                continue
+            if prev is not None and r["token"] < prev["token"]:
+                problems.append(
+                    f"{n}: token {r['token']} ({r['client']}/{r['cseq']}) committed "
+                    f"after token {prev['token']} ({prev['client']}/{prev['cseq']})")
+            prev = r
+    tap.check("tokens never go backwards in commit order, for every name", problems)
+
+    # 2. No holder writes after a later holder: every committed row of token T
+    # committed (server clock) before any later token T' of the name was
+    # acquired; and a transaction that passed the fence kept the lease from
+    # changing hands while it stayed open.
+    problems = []
+    for n in NAMES:
+        end_of = {}
+        for r in rows:
+            if r["name"] == n and r["commit_us"] is not None:
+                end_of[r["token"]] = max(end_of.get(r["token"], 0),
+                                         r["commit_us"], r["written_us"])
+        acq = sorted((e for e in acquires if e["name"] == n), key=lambda e: e["token"])
+        row_tokens = sorted(end_of)
+        i = 0
+        latest = None           # (end, token) of the rows of all tokens below
+        for e in acq:
+            while i < len(row_tokens) and row_tokens[i] < e["token"]:
+                t = row_tokens[i]
+                if latest is None or end_of[t] > latest[0]:
+                    latest = (end_of[t], t)
+                i += 1
+            if latest is not None and latest[0] >= e["acquired_us"]:
+                problems.append(
+                    f"{n}: token {latest[1]} committed a write "
+                    f"{(latest[0] - e['acquired_us']) / 1000:.3f} ms after token "
+                    f"{e['token']} acquired the lease")
+    for e in rejects:
+        if e["kind"] == "stale_inside" and e["detail"] != EXPIRED:
+            problems.append(f"{e['name']}: stale insert of token {e['token']} inside its "
+                            f"own fenced transaction was told {e['detail']!r}, not "
+                            f"{EXPIRED!r}: the lease changed hands while the check was open")
+    tap.check("no holder wrote after a later holder took the lease (server clock)", problems)
+
+    # 3. The ledger holds exactly the writes the clients saw commit.
+    problems = []
+    for k, e in committed.items():
+        r = ledger.get(k)
+        if r is None:
+            problems.append(f"committed write {k[0]}/{k[1]} (token {e['token']}, "
+                            f"{e['name']}) is missing from the ledger")
+        elif (r["name"], r["token"]) != (e["name"], e["token"]):
+            problems.append(f"write {k[0]}/{k[1]} is in the ledger as "
+                            f"{r['name']}/{r['token']}, committed as {e['name']}/{e['token']}")
+    for k, r in ledger.items():
+        if k in committed:
+            continue
+        why = ("rejected with LK001" if k in refused else
+               "abandoned by a disconnect" if k in abandoned else "never seen to commit")
+        problems.append(f"ledger row {k[0]}/{k[1]} (token {r['token']}, {r['name']}) "
+                        f"was {why}")
+    for r in rows:
+        a = acq_by_token.get(r["token"])
+        if a is None or (a["name"], a["client"]) != (r["name"], r["client"]):
+            problems.append(f"ledger row {r['client']}/{r['cseq']} carries token "
+                            f"{r['token']} on {r['name']}, which that client never "
+                            f"acquired for that name")
+    tap.check("every write a client saw commit is in the ledger, and nothing else", problems)
+
+    # 4. Stale writes were attempted, and every one was rejected.
+    problems = []
+    if not stale_rejected:
+        problems.append("no stale write was rejected: the test proved nothing")
+    for e in stale_accepted:
+        problems.append(f"stale write {e['client']}/{e['cseq']} with token {e['token']} "
+                        f"on {e['name']} after a {TTL_MS} ms lease and a stall committed")
+    for e in rejects:
+        # (stale_inside rejections must say EXPIRED: checked in 2.)
+        if e["kind"] != "stale_inside" and e["detail"] not in (EXPIRED, NEWER):
+            problems.append(f"{e['kind']} write {e['client']}/{e['cseqs']} with token "
+                            f"{e['token']} on {e['name']} rejected for {e['detail']!r}")
+    for e in releases:
+        if e["ok"] and (e["after_stall"] or e["lost"]):
+            why = "a stall past the lease" if e["after_stall"] else "a rejected write"
+            problems.append(f"release of token {e['token']} on {e['name']} after {why} "
+                            f"returned true")
+    tap.check(f"stale writes were attempted and rejected with LK001: "
+              f"{len(stale_rejected)} rejected, {len(stale_accepted)} accepted", problems)
+
+    # 5. Leases on one name never overlapped; tokens grow with the server clock.
+    problems = list(dup_tokens)
+    for e in acquires:
+        if e["seen_token"] != e["token"]:
+            problems.append(f"{e['name']}: acquire returned token {e['token']}, "
+                            f"dlock_leases showed {e['seen_token']} in the same transaction")
+    for n in NAMES:
+        acq = sorted((e for e in acquires if e["name"] == n), key=lambda e: e["token"])
+        for prev, cur in zip(acq, acq[1:]):
+            free_at = prev["expires_us"]
+            rel = release_of.get(prev["token"])
+            if rel is not None and rel["ok"]:
+                free_at = min(free_at, rel["at_us"])
+            if cur["acquired_us"] <= prev["acquired_us"]:
+                problems.append(f"{n}: token {cur['token']} acquired before the lower "
+                                f"token {prev['token']}")
+            elif cur["acquired_us"] < free_at:
+                problems.append(f"{n}: token {cur['token']} acquired "
+                                f"{(free_at - cur['acquired_us']) / 1000:.3f} ms before "
+                                f"the lease of token {prev['token']} ended")
+    tap.check("leases on one name never overlapped, tokens unique and growing "
+              "with the server clock", problems)
+
+    # 6. Nothing else happened.
+    problems = list(run_problems)
+    for e in errors:
+        problems.append(f"client {e['client']}: {e['what']}")
+        if "trace" in e:
+            problems.extend(e["trace"].rstrip().splitlines()[-3:])
+    tap.check("no SQLSTATE but LK001, every client stopped as planned", problems)
+
+    # 7. The run did enough for the verdict to mean something.
+    problems = []
+    if len(commits) < MIN_ACCEPTED:
+        problems.append(f"only {len(commits)} accepted writes (want {MIN_ACCEPTED})")
+    for n, c in names.items():
+        if len(c["holders"]) < MIN_HOLDERS_PER_NAME:
+            problems.append(f"{n}: only {len(c['holders'])} holders wrote "
+                            f"(want {MIN_HOLDERS_PER_NAME})")
+    for what, count in (
+            ("write rejected as the lease ran out while writing", len(creep_rejected)),
+            ("stall between transactions",
+             sum(1 for e in stalls if e["where"] == "between")),
+            ("stall inside a transaction",
+             sum(1 for e in stalls if e["where"] == "inside")),
+            ("write committed from a stalled open transaction",
+             sum(1 for e in commits if e["kind"] == "held_open")),
+            ("disconnect between transactions",
+             sum(1 for e in drops if e["where"] == "between")),
+            ("disconnect inside a write transaction",
+             sum(1 for e in drops if e["where"] == "inside"))):
+        if count == 0:
+            problems.append(f"no {what}")
+    tap.check(f"the run was busy: {len(commits)} accepted writes, "
+              f"{len(acquires)} acquisitions, {len(stalls)} stalls, "
+              f"{len(drops)} disconnects", problems)
+    return tap.failed
+
+
+# ---------------------------------------------------------------------------
+
+def main():
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(124))
+    t0 = time.monotonic()
+    logdir = tempfile.mkdtemp(prefix="dlock-fence-stress.")
+    touched = False
+    try:
+        try:
+            with psycopg.connect(autocommit=True) as conn:
+                touched = True
+                conn.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)")
+                             .format(sql.Identifier(DB)))
+                conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(DB)))
+            with psycopg.connect(dbname=DB, autocommit=True) as conn:
+                conn.execute(SCHEMA)
+        except psycopg.Error as e:
+            print("1..1")
+            print(f"not ok 1 - set up database {DB}")
+            for line in str(e).strip().splitlines():
+                print(f"#   {line.strip()}")
+            return 1
+
+        started, elapsed, run_problems = run_clients(logdir)
+
+        with psycopg.connect(dbname=DB, autocommit=True) as conn:
+            cur = conn.cursor(row_factory=dict_row)
+            rows = cur.execute(
+                "SELECT l.name, l.token, l.client, l.cseq, l.written_us,"
+                "       c.commit_order, c.commit_us"
+                "  FROM ledger l LEFT JOIN ledger_commit c USING (client, cseq)").fetchall()
+
+        failed = verify(logdir, rows, started, elapsed, run_problems)
+        print(f"# {time.monotonic() - t0:.1f} s in all; "
+              f"{'all passed' if not failed else f'{failed} failed'}")
+        return 1 if failed else 0
+    finally:
+        if KEEP:
+            print(f"# kept database {DB} and client logs in {logdir}")
+        else:
+            shutil.rmtree(logdir, ignore_errors=True)
+        if not KEEP and touched:
+            try:
+                with psycopg.connect(autocommit=True) as conn:
+                    conn.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)")
+                                 .format(sql.Identifier(DB)))
+            except psycopg.Error as e:
+                print(f"# could not drop database {DB}: {str(e).strip()}")
+
+
+if __name__ == "__main__":
+    sys.stdout.reconfigure(line_buffering=True)
+    sys.exit(main())
