@@ -171,3 +171,22 @@ SELECT dlock_acquire('idle-1', '1 min') > :i2 AS next_token_still_higher;
 SELECT dlock_cleanup(NULL);
 SELECT dlock_cleanup('-1 s');
 SELECT dlock_cleanup('1 s', 0);
+
+-- dlock.max_leases_per_role caps the leases one role holds at once.
+CREATE ROLE regress_dlock_capped;
+SET dlock.max_leases_per_role = 2;
+SET ROLE regress_dlock_capped;
+SELECT dlock_acquire('cap-1', '1 min') IS NOT NULL AS first_lease,
+       dlock_acquire('cap-2', '1 min', owner => 'me') IS NOT NULL AS second_lease;
+SELECT dlock_acquire('cap-3', '1 min');
+\echo :LAST_ERROR_SQLSTATE
+SELECT dlock_acquire('cap-2', '1 min', owner => 'me') IS NOT NULL AS owner_renewal_still_works;
+SELECT dlock_acquire('cap-1', '1 min') IS NULL AS busy_is_not_an_error;
+SET dlock.max_leases_per_role = 100;
+\echo :LAST_ERROR_SQLSTATE
+SELECT dlock_release('cap-1', token) AS released FROM dlock_leases WHERE name = 'cap-1';
+SELECT dlock_acquire('cap-3', '1 min') IS NOT NULL AS room_again;
+RESET ROLE;
+RESET dlock.max_leases_per_role;
+SELECT count(*) AS capped_role_holds FROM dlock_leases WHERE held AND role = 'regress_dlock_capped'::regrole;
+DROP ROLE regress_dlock_capped;

@@ -34,6 +34,26 @@ IsOwnerRenewal(const DlockLease *lease, const char *owner)
 		has_privs_of_role(GetUserId(), lease->role);
 }
 
+/* Refuse a new lease to a role that holds dlock.max_leases_per_role. */
+static void
+CheckLeaseQuota(const DlockRelations *rels, TimestampTz now)
+{
+	int			held;
+
+	if (dlock_max_leases_per_role <= 0)
+		return;
+	held = LeaseCountHeldByRole(rels, GetUserId(), now,
+								dlock_max_leases_per_role);
+	if (held >= dlock_max_leases_per_role)
+		ereport(ERROR,
+				(errcode(ERRCODE_CONFIGURATION_LIMIT_EXCEEDED),
+				 errmsg("role \"%s\" holds too many leases",
+						GetUserNameFromId(GetUserId(), false)),
+				 errdetail("The limit is %d leases per role.",
+						   dlock_max_leases_per_role),
+				 errhint("Release leases, or raise \"dlock.max_leases_per_role\".")));
+}
+
 /*
  * Only the role that acquired a lease, its members and superusers may
  * release or renew it, even with the right token.
@@ -116,6 +136,7 @@ dlock_acquire(PG_FUNCTION_ARGS)
 			else if (!LeaseIsHeld(&lease, now) &&
 					 NameLockTry(&tag, DLOCK_LOCK_HANDOVER))
 			{
+				CheckLeaseQuota(rels, now);
 				token = TokenDraw(rels);
 				now = GetCurrentTimestamp();
 				LeaseWriteNew(rels, name, &lease, token, owner, now,

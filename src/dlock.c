@@ -33,6 +33,7 @@ PG_MODULE_MAGIC;
 void		_PG_init(void);
 
 int			dlock_max_ttl = 86400;
+int			dlock_max_leases_per_role = 0;
 
 static DlockRelations cached_relations;
 static bool cached_relations_valid = false;
@@ -59,6 +60,17 @@ _PG_init(void)
 							INT_MAX,
 							PGC_SUSET,
 							GUC_UNIT_S,
+							NULL, NULL, NULL);
+	DefineCustomIntVariable("dlock.max_leases_per_role",
+							"Largest number of leases one role may hold at once.",
+							"Zero means no limit.  Checked at each new acquisition "
+							"with a scan of the lease table.",
+							&dlock_max_leases_per_role,
+							0,
+							0,
+							INT_MAX,
+							PGC_SUSET,
+							0,
 							NULL, NULL, NULL);
 	MarkGUCPrefixReserved("dlock");
 

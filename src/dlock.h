@@ -112,6 +112,7 @@ typedef struct DlockLease
 
 /* GUCs (dlock.c) */
 extern int	dlock_max_ttl;
+extern int	dlock_max_leases_per_role;
 
 /* dlock.c */
 extern const DlockRelations *DlockGetRelations(FunctionCallInfo fcinfo);
@@ -137,6 +138,8 @@ extern void LeaseSetReleased(const DlockRelations *rels, text *name,
 extern List *LeaseListIdle(const DlockRelations *rels, TimestampTz now,
 						   TimestampTz cutoff, int limit);
 extern void LeaseDelete(const DlockRelations *rels, DlockLease *lease);
+extern int	LeaseCountHeldByRole(const DlockRelations *rels, Oid role,
+								 TimestampTz now, int limit);
 
 /* token.c */
 extern int64 TokenDraw(const DlockRelations *rels);

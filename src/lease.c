@@ -245,3 +245,35 @@ LeaseDelete(const DlockRelations *rels, DlockLease *lease)
 	lease->found = false;
 	CommandCounterIncrement();
 }
+
+/*
+ * How many leases role holds at the time now, counting no further than
+ * limit.  A scan of the whole table: only used when dlock.max_leases_per_role
+ * is set.
+ */
+int
+LeaseCountHeldByRole(const DlockRelations *rels, Oid role, TimestampTz now,
+					 int limit)
+{
+	Relation	rel;
+	SysScanDesc scan;
+	HeapTuple	tuple;
+	int			count = 0;
+
+	rel = table_open(rels->lease_table, AccessShareLock);
+	scan = systable_beginscan(rel, InvalidOid, false, SnapshotSelf, 0, NULL);
+	while (count < limit && HeapTupleIsValid(tuple = systable_getnext(scan)))
+	{
+		Datum		values[Natts_dlock_lease];
+		bool		nulls[Natts_dlock_lease];
+
+		heap_deform_tuple(tuple, RelationGetDescr(rel), values, nulls);
+		if (nulls[Anum_dlock_lease_released_at - 1] &&
+			DatumGetObjectId(values[Anum_dlock_lease_role - 1]) == role &&
+			DatumGetTimestampTz(values[Anum_dlock_lease_expires_at - 1]) > now)
+			count++;
+	}
+	systable_endscan(scan);
+	table_close(rel, AccessShareLock);
+	return count;
+}
