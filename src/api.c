@@ -169,6 +169,30 @@ dlock_acquire(PG_FUNCTION_ARGS)
 	}
 }
 
+/*
+ * Lock name for a change by the holder of token, and fetch its lease.  False
+ * (with the lock given back) unless token holds the lease now; 42501 if the
+ * caller's role may not act for the role that acquired it.
+ */
+static bool
+LockLeaseOfHolder(const DlockRelations *rels, text *name, int64 token,
+				  const char *action, DlockLease *lease, TimestampTz *now)
+{
+	LOCKTAG		tag;
+
+	NameLockTag(name, &tag);
+	NameLockWait(&tag, DLOCK_LOCK_STATE);
+	LeaseFetch(rels, name, lease);
+	*now = GetCurrentTimestamp();
+	if (!LeaseIsHeld(lease, *now) || lease->token != token)
+	{
+		NameLockGiveBack(&tag, DLOCK_LOCK_STATE);
+		return false;
+	}
+	CheckHolderRole(lease, name, action);
+	return true;
+}
+
 /* dlock_release(name, token): true if token held the lease and freed it. */
 Datum
 dlock_release(PG_FUNCTION_ARGS)
@@ -176,23 +200,13 @@ dlock_release(PG_FUNCTION_ARGS)
 	text	   *name = DlockNameArg(fcinfo, 0);
 	int64		token = DlockTokenArg(fcinfo, 1);
 	const DlockRelations *rels;
-	LOCKTAG		tag;
 	DlockLease	lease;
 	TimestampTz now;
 
 	PreventCommandIfReadOnly("dlock_release()");
 	rels = DlockGetRelations(fcinfo);
-	NameLockTag(name, &tag);
-	NameLockWait(&tag, DLOCK_LOCK_STATE);
-
-	LeaseFetch(rels, name, &lease);
-	now = GetCurrentTimestamp();
-	if (!LeaseIsHeld(&lease, now) || lease.token != token)
-	{
-		NameLockGiveBack(&tag, DLOCK_LOCK_STATE);
+	if (!LockLeaseOfHolder(rels, name, token, "release", &lease, &now))
 		PG_RETURN_BOOL(false);
-	}
-	CheckHolderRole(&lease, name, "release");
 	LeaseSetReleased(rels, name, &lease, now);
 	PG_RETURN_BOOL(true);
 }
@@ -204,24 +218,14 @@ dlock_renew(PG_FUNCTION_ARGS)
 	text	   *name = DlockNameArg(fcinfo, 0);
 	int64		token = DlockTokenArg(fcinfo, 1);
 	const DlockRelations *rels;
-	LOCKTAG		tag;
 	DlockLease	lease;
 	TimestampTz now;
 
 	(void) DlockExpiryArg(fcinfo, 2, GetCurrentTimestamp());
 	PreventCommandIfReadOnly("dlock_renew()");
 	rels = DlockGetRelations(fcinfo);
-	NameLockTag(name, &tag);
-	NameLockWait(&tag, DLOCK_LOCK_STATE);
-
-	LeaseFetch(rels, name, &lease);
-	now = GetCurrentTimestamp();
-	if (!LeaseIsHeld(&lease, now) || lease.token != token)
-	{
-		NameLockGiveBack(&tag, DLOCK_LOCK_STATE);
+	if (!LockLeaseOfHolder(rels, name, token, "renew", &lease, &now))
 		PG_RETURN_BOOL(false);
-	}
-	CheckHolderRole(&lease, name, "renew");
 	LeaseSetExpiry(rels, name, &lease, DlockExpiryArg(fcinfo, 2, now));
 	PG_RETURN_BOOL(true);
 }

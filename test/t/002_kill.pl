@@ -3,8 +3,9 @@
 # leases: the postmaster's crash restart rolls the acquires back.  Afterwards
 # the leases are free (a name never acquired before has no row, a name that
 # was free keeps its last committed state), they can be acquired again with
-# tokens greater than every committed token, and no dlock advisory lock is
-# left in pg_locks.
+# tokens greater than every token handed out before, including the tokens
+# the killed transaction received and never committed, and no dlock advisory
+# lock is left in pg_locks.
 
 use strict;
 use warnings;
@@ -17,8 +18,17 @@ my $node = PostgreSQL::Test::Cluster->new('kill');
 $node->init;
 
 # PostgreSQL::Test::Cluster turns restart_after_crash off; the postmaster
-# must survive the killed backend.
-$node->append_conf('postgresql.conf', 'restart_after_crash = on');
+# must survive the killed backend.  The WAL writer wakes up only every 10s,
+# and no autovacuum commit or background writer flushes WAL on the way: the
+# counter's WAL written inside the doomed transaction reaches disk only if
+# dlock flushes it before it returns the token.
+$node->append_conf(
+	'postgresql.conf', q{
+restart_after_crash = on
+wal_writer_delay = '10s'
+autovacuum = off
+bgwriter_lru_maxpages = 0
+});
 $node->start;
 
 sub sql
@@ -96,11 +106,16 @@ is( sql(
 is(sql($dlock_locks), '0', 'no dlock advisory lock after the crash restart');
 
 # Both names can be taken again, with tokens greater than every committed
-# one.  The tokens the killed transaction saw never became valid (a token is
-# valid only once its acquire commits), and the counter's WAL for them may
-# have died with the crash, so they may be handed out again: not asserted.
+# one.  The tokens the killed transaction received never became valid (a
+# token is valid only once its acquire commits), but its client has seen
+# them: dlock flushed the counter's WAL before returning them, so they are
+# never handed out again either.
+my $killed_max = $t_old > $t_new ? $t_old : $t_new;
 my $a_new = sql(q{SELECT dlock_acquire('kill/new', '1 hour', '0', 'after')});
 cmp_ok($a_new, '>', $max_token, 'kill/new acquired again with a newer token');
+cmp_ok($a_new, '>', $killed_max,
+	'the first token after the crash beats the tokens the killed transaction received'
+);
 my $a_old = sql(q{SELECT dlock_acquire('kill/old', '1 hour', '0', 'after')});
 cmp_ok($a_old, '>', $a_new, 'kill/old acquired again with a newer token');
 is( sql(q{SELECT string_agg(name || '=' || held || '/' || owner, ',' ORDER BY name)
