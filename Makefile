@@ -48,6 +48,9 @@ else
 PGXS := $(shell $(PG_CONFIG) --pgxs)
 include $(PGXS)
 
+# PGXS tracks no header dependencies of its own.
+$(OBJS): src/dlock.h src/compat.h
+
 # Each suite on its own, so that the "make check" driver can count them.
 .PHONY: installcheck-regress installcheck-isolation installcheck-tap installcheck-pgtap
 installcheck-regress: submake $(REGRESS_PREP)

@@ -8,7 +8,7 @@ CREATE TABLE @extschema@.dlock_lease (
 	name		pg_catalog.text COLLATE pg_catalog."C" NOT NULL,
 	token		pg_catalog.int8 NOT NULL,
 	owner		pg_catalog.text,
-	role		pg_catalog.oid NOT NULL,
+	role		pg_catalog.name NOT NULL,
 	acquired_at	pg_catalog.timestamptz NOT NULL,
 	expires_at	pg_catalog.timestamptz NOT NULL,
 	released_at	pg_catalog.timestamptz,
@@ -28,7 +28,7 @@ COMMENT ON TABLE @extschema@.dlock_lease IS
 COMMENT ON COLUMN @extschema@.dlock_lease.name IS 'the lock name, 1 to 255 bytes';
 COMMENT ON COLUMN @extschema@.dlock_lease.token IS 'fencing token of the last acquisition';
 COMMENT ON COLUMN @extschema@.dlock_lease.owner IS 'owner label of the last acquisition; NULL when anonymous';
-COMMENT ON COLUMN @extschema@.dlock_lease.role IS 'the role that made the last acquisition';
+COMMENT ON COLUMN @extschema@.dlock_lease.role IS 'the role that made the last acquisition, by name';
 COMMENT ON COLUMN @extschema@.dlock_lease.acquired_at IS 'when the last acquisition happened (server clock)';
 COMMENT ON COLUMN @extschema@.dlock_lease.expires_at IS 'when the lease expires or expired (server clock)';
 COMMENT ON COLUMN @extschema@.dlock_lease.released_at IS 'when the lease was released; NULL if it was not';
@@ -117,7 +117,7 @@ CREATE VIEW @extschema@.dlock_leases AS
 		   l.expires_at,
 		   (l.released_at IS NULL AND
 			l.expires_at OPERATOR(pg_catalog.>) pg_catalog.clock_timestamp()) AS held,
-		   l.role::pg_catalog.regrole AS role,
+		   l.role,
 		   l.released_at
 	  FROM @extschema@.dlock_lease AS l;
 COMMENT ON VIEW @extschema@.dlock_leases IS

@@ -25,13 +25,28 @@ PG_FUNCTION_INFO_V1(dlock_check);
 PG_FUNCTION_INFO_V1(dlock_assert);
 PG_FUNCTION_INFO_V1(dlock_cleanup);
 
+/*
+ * May the caller act for the role that acquired the lease: is it that role,
+ * a member of it, or a superuser?  Roles are recorded by name, so leases
+ * keep their holders through pg_dump and pg_dumpall into another cluster.
+ */
+static bool
+CallerActsForHolder(const DlockLease *lease)
+{
+	Oid			holder = get_role_oid(NameStr(lease->role), true);
+
+	if (OidIsValid(holder))
+		return has_privs_of_role(GetUserId(), holder);
+	return superuser();
+}
+
 /* Would an acquire by owner renew this (held) lease rather than wait? */
 static bool
 IsOwnerRenewal(const DlockLease *lease, const char *owner)
 {
 	return owner != NULL && lease->owner != NULL &&
 		strcmp(owner, lease->owner) == 0 &&
-		has_privs_of_role(GetUserId(), lease->role);
+		CallerActsForHolder(lease);
 }
 
 /* Refuse a new lease to a role that holds dlock.max_leases_per_role. */
@@ -42,8 +57,8 @@ CheckLeaseQuota(const DlockRelations *rels, TimestampTz now)
 
 	if (dlock_max_leases_per_role <= 0)
 		return;
-	held = LeaseCountHeldByRole(rels, GetUserId(), now,
-								dlock_max_leases_per_role);
+	held = LeaseCountHeldByRole(rels, GetUserNameFromId(GetUserId(), false),
+								now, dlock_max_leases_per_role);
 	if (held >= dlock_max_leases_per_role)
 		ereport(ERROR,
 				(errcode(ERRCODE_CONFIGURATION_LIMIT_EXCEEDED),
@@ -61,18 +76,14 @@ CheckLeaseQuota(const DlockRelations *rels, TimestampTz now)
 static void
 CheckHolderRole(const DlockLease *lease, text *name, const char *action)
 {
-	const char *holder;
-
-	if (has_privs_of_role(GetUserId(), lease->role))
+	if (CallerActsForHolder(lease))
 		return;
-	holder = GetUserNameFromId(lease->role, true);
 	ereport(ERROR,
 			(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
 			 errmsg("permission denied to %s lock \"%s\"",
 					action, text_to_cstring(name)),
-			 holder ?
-			 errdetail("The lease is held by role \"%s\".", holder) :
-			 errdetail("The lease is held by a role that no longer exists.")));
+			 errdetail("The lease is held by role \"%s\".",
+					   NameStr(lease->role))));
 }
 
 /*

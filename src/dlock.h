@@ -103,7 +103,7 @@ typedef struct DlockLease
 	ItemPointerData tid;
 	int64		token;
 	char	   *owner;			/* palloc'd, NULL when anonymous */
-	Oid			role;
+	NameData	role;			/* the role that acquired it, by name */
 	TimestampTz acquired_at;
 	TimestampTz expires_at;
 	bool		released;
@@ -138,7 +138,7 @@ extern void LeaseSetReleased(const DlockRelations *rels, text *name,
 extern List *LeaseListIdle(const DlockRelations *rels, TimestampTz now,
 						   TimestampTz cutoff, int limit);
 extern void LeaseDelete(const DlockRelations *rels, DlockLease *lease);
-extern int	LeaseCountHeldByRole(const DlockRelations *rels, Oid role,
+extern int	LeaseCountHeldByRole(const DlockRelations *rels, const char *role,
 								 TimestampTz now, int limit);
 
 /* token.c */

@@ -66,7 +66,8 @@ LeaseFetch(const DlockRelations *rels, text *name, DlockLease *lease)
 		lease->token = DatumGetInt64(values[Anum_dlock_lease_token - 1]);
 		lease->owner = nulls[Anum_dlock_lease_owner - 1] ? NULL :
 			TextDatumGetCString(values[Anum_dlock_lease_owner - 1]);
-		lease->role = DatumGetObjectId(values[Anum_dlock_lease_role - 1]);
+		namestrcpy(&lease->role,
+				   NameStr(*DatumGetName(values[Anum_dlock_lease_role - 1])));
 		lease->acquired_at =
 			DatumGetTimestampTz(values[Anum_dlock_lease_acquired_at - 1]);
 		lease->expires_at =
@@ -108,7 +109,7 @@ LeaseStore(const DlockRelations *rels, text *name, DlockLease *lease)
 		values[Anum_dlock_lease_owner - 1] = CStringGetTextDatum(lease->owner);
 	else
 		nulls[Anum_dlock_lease_owner - 1] = true;
-	values[Anum_dlock_lease_role - 1] = ObjectIdGetDatum(lease->role);
+	values[Anum_dlock_lease_role - 1] = NameGetDatum(&lease->role);
 	values[Anum_dlock_lease_acquired_at - 1] =
 		TimestampTzGetDatum(lease->acquired_at);
 	values[Anum_dlock_lease_expires_at - 1] =
@@ -161,7 +162,7 @@ LeaseWriteNew(const DlockRelations *rels, text *name, DlockLease *lease,
 		ItemPointerSetInvalid(&lease->tid);
 	lease->token = token;
 	lease->owner = owner ? pstrdup(owner) : NULL;
-	lease->role = GetUserId();
+	namestrcpy(&lease->role, GetUserNameFromId(GetUserId(), false));
 	lease->acquired_at = now;
 	lease->expires_at = expires_at;
 	lease->released = false;
@@ -252,7 +253,7 @@ LeaseDelete(const DlockRelations *rels, DlockLease *lease)
  * is set.
  */
 int
-LeaseCountHeldByRole(const DlockRelations *rels, Oid role, TimestampTz now,
+LeaseCountHeldByRole(const DlockRelations *rels, const char *role, TimestampTz now,
 					 int limit)
 {
 	Relation	rel;
@@ -269,7 +270,8 @@ LeaseCountHeldByRole(const DlockRelations *rels, Oid role, TimestampTz now,
 
 		heap_deform_tuple(tuple, RelationGetDescr(rel), values, nulls);
 		if (nulls[Anum_dlock_lease_released_at - 1] &&
-			DatumGetObjectId(values[Anum_dlock_lease_role - 1]) == role &&
+			strcmp(NameStr(*DatumGetName(values[Anum_dlock_lease_role - 1])),
+				   role) == 0 &&
 			DatumGetTimestampTz(values[Anum_dlock_lease_expires_at - 1]) > now)
 			count++;
 	}

@@ -214,7 +214,7 @@ SELECT col_type_is('dlock_leases', 'acquired_at', 'timestamp with time zone',
 SELECT col_type_is('dlock_leases', 'expires_at', 'timestamp with time zone',
                    'dlock_leases.expires_at is timestamptz');
 SELECT col_type_is('dlock_leases', 'held', 'boolean', 'dlock_leases.held is boolean');
-SELECT col_type_is('dlock_leases', 'role', 'regrole', 'dlock_leases.role is regrole');
+SELECT col_type_is('dlock_leases', 'role', 'name', 'dlock_leases.role is name');
 SELECT col_type_is('dlock_leases', 'released_at', 'timestamp with time zone',
                    'dlock_leases.released_at is timestamptz');
 
