@@ -134,8 +134,9 @@ populate() {
 
 # run SIZE SCENARIO DURABILITY CONTENDER
 run() {
-	local size=$1 scen=$2 dur=$3 who=$4 opts="" out tps lat
+	local size=$1 scen=$2 dur=$3 who=$4 opts="" out tps lat syncs0 syncs1 spt
 	[ "$dur" = async ] && opts="-c synchronous_commit=off"
+	syncs0=$(q -c "SELECT wal_sync FROM pg_stat_wal")
 	out=$(PGOPTIONS="$opts" pgbench -n -M prepared -c "$C" -j 2 -T "$T" -f "$work/${who}_$scen.sql" "$DB" 2>&1)
 	tps=$(sed -n 's/^tps = \([0-9.]*\) .*/\1/p' <<<"$out")
 	lat=$(sed -n 's/^latency average = \([0-9.]*\) ms/\1/p' <<<"$out")
@@ -144,8 +145,13 @@ run() {
 		echo "$out" >&2
 		exit 1
 	fi
-	printf '%s\t%s\t%s\t%s\t%s\t%s\n' "$size" "$scen" "$dur" "$who" "$tps" "$lat" >>"$results"
-	printf '  %-8s %-5s %-7s %-6s %10.0f tps  %7.3f ms\n' "$size" "$scen" "$dur" "$who" "$tps" "$lat"
+	# WAL flushes (fdatasync) per transaction: where a durable lease spends
+	# its time.  Backends report their statistics within a second.
+	sleep 1.1
+	syncs1=$(q -c "SELECT wal_sync FROM pg_stat_wal")
+	spt=$(awk -v a="$syncs0" -v b="$syncs1" -v t="$tps" -v s="$T" 'BEGIN { printf "%.3f", (b - a) / (t * s) }')
+	printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$size" "$scen" "$dur" "$who" "$tps" "$lat" "$spt" >>"$results"
+	printf '  %-8s %-5s %-7s %-6s %10.0f tps  %7.3f ms  %6.3f WAL flushes/txn\n' "$size" "$scen" "$dur" "$who" "$tps" "$lat" "$spt"
 }
 
 echo "pgbench: $C clients, ${T}s per run, $ROUNDS rounds, contenders alternating"
@@ -175,8 +181,10 @@ python3_bin=/usr/bin/python3
 import statistics, sys
 rows = [l.rstrip("\n").split("\t") for l in open(sys.argv[1])]
 med = {}
-for size, scen, dur, who, tps, lat in rows:
+flushes = {}
+for size, scen, dur, who, tps, lat, spt in rows:
     med.setdefault((size, scen, dur, who), []).append((float(tps), float(lat)))
+    flushes.setdefault((size, scen, dur, who), []).append(float(spt))
 def tps(size, scen, dur, who):
     return statistics.median(t for t, _ in med[(size, scen, dur, who)])
 def lat(size, scen, dur, who):
@@ -191,6 +199,12 @@ for scen, label in (("free", "uncontended"), ("hot", "contended, one name"), ("b
         print(f"  {label + ', ' + dur:32} " +
               " ".join(f"{tps('1000', scen, dur, w):10.0f}" for w in ("dlock", "hand", "adv")))
 
+print()
+print("WAL flushes per transaction (pg_stat_wal.wal_sync), uncontended, 10^3 names:")
+for dur in ("durable", "async"):
+    print(f"  {dur:8} " + "  ".join(f"{w} {statistics.median(flushes[('1000', 'free', dur, w)]):.2f}"
+                                  for w in ("dlock", "hand", "adv")))
+
 checks = []
 def check(name, value, target):
     ok = value >= target
@@ -203,7 +217,7 @@ check("durable pairs/s, dlock / hand SQL", tps("1000", "free", "durable", "dlock
 check("synchronous_commit=off pairs/s, dlock / hand SQL", tps("1000", "free", "async", "dlock") / tps("1000", "free", "async", "hand"), 1.5)
 check("synchronous_commit=off pairs/s, dlock / advisory locks", tps("1000", "free", "async", "dlock") / tps("1000", "free", "async", "adv"), 0.5)
 check("busy path, dlock / failed pg_try_advisory_lock", tps("1000", "busy", "async", "dlock") / tps("1000", "busy", "async", "adv"), 0.9)
-sizes = sorted({int(s) for s, *_ in rows})
+sizes = sorted({int(r[0]) for r in rows})
 for big in sizes[1:]:
     r = lat(str(big), "free", "async", "dlock") / lat("1000", "free", "async", "dlock")
     ok = r <= 1.2
