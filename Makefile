@@ -64,4 +64,7 @@ installcheck-pgtap:
 
 installcheck: installcheck-pgtap
 
+# dlock-run, the command-line client (libpq).
+include tools/dlock-run.mk
+
 endif

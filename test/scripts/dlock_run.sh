@@ -1,0 +1,473 @@
+#!/usr/bin/env bash
+# test/scripts/dlock_run.sh: dlock-run, flock(1) for a fleet, end to end.
+#
+# test/run ("make check") runs this as the unprivileged test user, in the
+# scratch copy of the repository where "make" has built tools/dlock-run,
+# with PGHOST, PGPORT, PGUSER and PGDATABASE set for a throwaway cluster and
+# PostgreSQL's bindir on PATH.  It creates and drops its own databases,
+# prints TAP, takes about 20 seconds, and exits non-zero on any failure.
+set -uo pipefail
+
+top=$(cd "$(dirname "$0")/../.." && pwd)
+RUN=$top/tools/dlock-run
+if [ ! -x "$RUN" ]; then
+	echo "Bail out! $RUN is not built (run make first)"
+	exit 1
+fi
+
+DB=dlock_run_$$
+DB2=dlock_run_schema_$$
+work=$(mktemp -d "${TMPDIR:-/tmp}/dlock-run-test.XXXXXX") || exit 1
+pids=()
+
+cleanup() {
+	local p
+	for p in "${pids[@]}"; do
+		kill -CONT "$p" 2>/dev/null
+		kill -TERM "$p" 2>/dev/null
+	done
+	wait 2>/dev/null
+	psql -X -q -d postgres -c "ALTER DATABASE $DB ALLOW_CONNECTIONS true" >/dev/null 2>&1
+	dropdb --if-exists --force "$DB" >/dev/null 2>&1
+	dropdb --if-exists --force "$DB2" >/dev/null 2>&1
+	rm -rf "$work"
+}
+trap cleanup EXIT
+
+# ---------------------------------------------------------------------------
+# TAP helpers
+# ---------------------------------------------------------------------------
+n=0
+failed=0
+
+ok() {
+	n=$((n + 1))
+	echo "ok $n - $1"
+}
+
+not_ok() {
+	n=$((n + 1))
+	failed=$((failed + 1))
+	echo "not ok $n - $1"
+	shift
+	local line
+	for line in "$@"; do
+		printf '#   %s\n' "$line"
+	done
+}
+
+# check DESC COMMAND...: ok if COMMAND succeeds.
+check() {
+	local desc=$1
+	shift
+	if "$@"; then ok "$desc"; else not_ok "$desc" "failed: $*"; fi
+}
+
+# is GOT WANT DESC
+is() {
+	if [ "$1" = "$2" ]; then ok "$3"; else not_ok "$3" "got:  '$1'" "want: '$2'"; fi
+}
+
+# diag FILE: show a file as TAP comments.
+diag() { [ -e "$1" ] && sed 's/^/#   | /' "$1"; true; }
+
+# ---------------------------------------------------------------------------
+# Other helpers
+# ---------------------------------------------------------------------------
+
+# q [psql args]: psql for scripts, in the test database.
+q() { psql -X -q -A -t -v ON_ERROR_STOP=1 -d "$DB" "$@"; }
+
+# Microseconds since the epoch, whatever the locale's decimal separator.
+clock_us() { local t=${EPOCHREALTIME//[!0-9]/}; echo "$((10#$t))"; }
+
+# await FILE SECONDS: wait for FILE to appear.
+await() {
+	local tenths=$(($2 * 10))
+	while [ ! -e "$1" ]; do
+		((tenths-- > 0)) || return 1
+		sleep 0.1
+	done
+}
+
+# alive PID: the process runs (a zombie does not count).
+alive() {
+	local s
+	s=$(ps -o stat= -p "$1" 2>/dev/null) || return 1
+	case $s in Z* | X* | '') return 1 ;; esac
+	return 0
+}
+
+# gone PID SECONDS: the process ends within SECONDS.
+gone() {
+	local tenths=$(($2 * 10))
+	while alive "$1"; do
+		((tenths-- > 0)) || return 1
+		sleep 0.1
+	done
+}
+
+# held NAME: t or f, from dlock_leases.
+held() { q -c "SELECT coalesce((SELECT held FROM dlock_leases WHERE name = '$1'), false)"; }
+
+# start_bg OUT ERR COMMAND...: run COMMAND in the background; its pid in $bg.
+start_bg() {
+	local out=$1 err=$2
+	shift 2
+	"$@" >"$out" 2>"$err" &
+	bg=$!
+	pids+=("$bg")
+}
+
+# reap PID: wait for PID (a child of this shell); its exit status in $rc.
+reap() {
+	wait "$1"
+	rc=$?
+}
+
+# ---------------------------------------------------------------------------
+# Set-up
+# ---------------------------------------------------------------------------
+createdb "$DB" || { echo "Bail out! createdb $DB failed"; exit 1; }
+q -c "CREATE EXTENSION dlock" || { echo "Bail out! CREATE EXTENSION dlock failed"; exit 1; }
+export PGDATABASE=$DB
+cd "$work" || exit 1
+
+# A command that proves its token with dlock_assert and prints it.
+cat >"$work/assert.sh" <<'EOF'
+#!/bin/sh
+psql -X -q -A -t -v ON_ERROR_STOP=1 -v name="$DLOCK_NAME" -v token="$DLOCK_TOKEN" <<'SQL'
+SELECT dlock_assert(:'name', :token) \g /dev/null
+SELECT 'asserted ' || :'name' || ' ' || :token;
+SQL
+EOF
+chmod +x "$work/assert.sh"
+
+version=$(sed -n "s/^default_version[[:space:]]*=[[:space:]]*'\([^']*\)'.*/\1/p" "$top/dlock.control")
+
+# ---------------------------------------------------------------------------
+# Usage, --help, --version, connection failure
+# ---------------------------------------------------------------------------
+out=$("$RUN" --help 2>&1)
+rc=$?
+is "$rc" 0 "--help exits 0"
+case $out in *"Usage:"*"--name=NAME"*"Exit status:"*) ok "--help prints the usage" ;;
+	*) not_ok "--help prints the usage" "$out" ;; esac
+is "$("$RUN" --version)" "dlock-run (dlock) $version" "--version prints the version from dlock.control"
+
+"$RUN" --ttl 10s -- true 2>"$work/err"
+is "$?" 64 "no --name: exit 64"
+grep -q -- '--name is required' "$work/err" && grep -q 'Try "dlock-run --help"' "$work/err"
+check "no --name: the message says so and points at --help" test $? -eq 0
+"$RUN" --name u --ttl 10s 2>/dev/null
+is "$?" 64 "no command: exit 64"
+"$RUN" --name u --ttl 10s --bogus -- true 2>/dev/null
+is "$?" 64 "unknown option: exit 64"
+"$RUN" --name u --ttl 10s -E 300 -- true 2>/dev/null
+is "$?" 64 "exit code out of range: exit 64"
+"$RUN" --name u --ttl 'ten seconds' -- touch "$work/ran-bad-ttl" 2>"$work/err"
+rc=$?
+is "$rc" 64 "a DURATION the server cannot read: exit 64"
+grep -q 'invalid value "ten seconds" for option --ttl' "$work/err"
+check "a bad DURATION: the message names the option" test $? -eq 0
+"$RUN" --name u --ttl 3s --renew-every 5s -- true 2>/dev/null
+is "$?" 64 "--renew-every not shorter than --ttl: exit 64"
+"$RUN" --name "$(printf 'x%.0s' $(seq 300))" --ttl 3s -- touch "$work/ran-long-name" 2>/dev/null
+is "$?" 64 "a name the server rejects (over 255 bytes): exit 64"
+check "bad usage never runs the command" test ! -e "$work/ran-bad-ttl" -a ! -e "$work/ran-long-name"
+
+"$RUN" -h "$work/no-such-dir" -p 1 --name u --ttl 10s -- touch "$work/ran-noconn" 2>"$work/err"
+is "$?" 69 "connection failure: exit 69"
+if grep -q "could not connect" "$work/err" && grep -q "$work/no-such-dir/.s.PGSQL.1" "$work/err"; then
+	ok "connection failure: the message names the server it tried"
+else
+	not_ok "connection failure: the message names the server it tried" "$(cat "$work/err")"
+fi
+check "connection failure never runs the command" test ! -e "$work/ran-noconn"
+
+# ---------------------------------------------------------------------------
+# Running a command: status, environment, release
+# ---------------------------------------------------------------------------
+"$RUN" --name plain --ttl 10s -- sh -c 'exit 3'
+is "$?" 3 "the command's exit status is dlock-run's"
+is "$(held plain)" f "the lease is released when the command ends"
+"$RUN" --name plain --ttl 10s -- sh -c 'kill -KILL $$'
+is "$?" 137 "a command killed by signal 9: exit 137"
+"$RUN" --name plain --ttl 10s -- "$work/no-such-command" 2>/dev/null
+is "$?" 127 "a command that does not exist: exit 127"
+
+out=$("$RUN" --name 'env test' --ttl 10s -- sh -c 'echo "$DLOCK_NAME|$DLOCK_TOKEN"')
+token=$(q -c "SELECT token FROM dlock_leases WHERE name = 'env test'")
+is "$out" "env test|$token" "DLOCK_NAME and DLOCK_TOKEN are the lease's name and token"
+out=$("$RUN" --name 'assert me' --ttl 10s -- "$work/assert.sh" 2>&1)
+rc=$?
+token=$(q -c "SELECT token FROM dlock_leases WHERE name = 'assert me'")
+is "$rc|$out" "0|asserted assert me $token" "the token in the environment passes dlock_assert"
+q -c "SELECT dlock_assert('assert me', $token)" 2>"$work/err" >/dev/null
+grep -q 'The lease was released' "$work/err"
+check "after the command, that token is stale: the lease was released" test $? -eq 0
+
+out=$("$RUN" --name owned --ttl 10s --owner 'cron@host-1' -- psql -X -A -t -c "SELECT owner FROM dlock_leases WHERE name = 'owned' AND held")
+is "$out" "cron@host-1" "--owner is stored with the lease"
+
+# ---------------------------------------------------------------------------
+# Two (three) runners on one name run one after the other
+# ---------------------------------------------------------------------------
+runners=()
+for i in 1 2 3; do
+	"$RUN" --name serial --ttl 5s --wait 30s -- sh -c '
+		s=$(date +%s%6N)
+		sleep 0.4
+		echo "$s $(date +%s%6N) $DLOCK_TOKEN" >"$1"' sh "$work/serial.$i" &
+	runners+=($!)
+	pids+=($!)
+done
+codes=""
+for p in "${runners[@]}"; do
+	reap "$p"
+	codes="$codes$rc"
+done
+is "$codes" 000 "three runners on one name all run their commands"
+sort -n "$work"/serial.* >"$work/serial.all" 2>/dev/null
+overlap=$(awk 'NR > 1 && $1 < prev_end { print "command started at " $1 " before the previous one ended at " prev_end }
+	NR > 1 && $3 <= prev_token { print "token " $3 " not above " prev_token }
+	{ prev_end = $2; prev_token = $3 }
+	END { if (NR != 3) print NR " commands ran, not 3" }' "$work/serial.all")
+if [ -z "$overlap" ]; then
+	ok "their commands ran one after the other (timestamps), with growing tokens"
+else
+	not_ok "their commands ran one after the other (timestamps), with growing tokens" "$overlap"
+	diag "$work/serial.all"
+fi
+
+# A wait longer than the TTL: the lease is renewed (confirmed) before the
+# command starts, and the command runs under it.
+start_bg "$work/long1.out" "$work/long1.err" \
+	"$RUN" --name longwait --ttl 1s -- sh -c 'touch "$0"; sleep 2' "$work/long1.started"
+p=$bg
+await "$work/long1.started" 10
+"$RUN" --name longwait --ttl 1s --wait 10s -- "$work/assert.sh" >"$work/long2.out" 2>"$work/long2.err"
+rc2=$?
+reap "$p"
+is "$rc|$rc2" "0|0" "a wait longer than the TTL: both run, the second after the first"
+grep -q '^asserted longwait ' "$work/long2.out"
+check "a wait longer than the TTL: the waiter's token passes dlock_assert" test $? -eq 0
+
+# ---------------------------------------------------------------------------
+# Busy
+# ---------------------------------------------------------------------------
+start_bg "$work/holder.out" "$work/holder.err" \
+	"$RUN" --name busy --ttl 10s -- sh -c 'touch "$0"; exec sleep 30' "$work/holder.started"
+holder=$bg
+await "$work/holder.started" 10 || not_ok "the holder started" "$(cat "$work/holder.err")"
+
+t0=$(clock_us)
+"$RUN" --name busy --ttl 10s -- touch "$work/ran-busy"
+rc=$?
+t1=$(clock_us)
+is "$rc" 75 "busy: exit 75 (EX_TEMPFAIL)"
+check "busy: the command did not run" test ! -e "$work/ran-busy"
+check "busy without --wait returns at once" test $((t1 - t0)) -lt 2000000
+"$RUN" -E 3 --name busy --ttl 10s -- touch "$work/ran-busy"
+is "$?" 3 "busy with -E 3: exit 3"
+"$RUN" --conflict-exit-code 0 --name busy --ttl 10s -- touch "$work/ran-busy"
+is "$?" 0 "busy with --conflict-exit-code 0: exit 0, like flock -E 0"
+check "busy with -E: the command did not run" test ! -e "$work/ran-busy"
+t0=$(clock_us)
+"$RUN" --name busy --ttl 10s --wait 1s -- touch "$work/ran-busy"
+rc=$?
+t1=$(clock_us)
+is "$rc" 75 "busy past --wait 1s: exit 75"
+check "busy past --wait 1s: it waited about 1 s" test $((t1 - t0)) -ge 1000000 -a $((t1 - t0)) -lt 5000000
+
+# interrupted while it waits: no command, 128+15
+start_bg "$work/waiter.out" "$work/waiter.err" \
+	"$RUN" --name busy --ttl 10s --wait 30s -- touch "$work/ran-waiter"
+waiter=$bg
+sleep 0.5
+kill -TERM "$waiter"
+reap "$waiter"
+is "$rc" 143 "SIGTERM while waiting for the lease: exit 143"
+check "SIGTERM while waiting: the command never ran" test ! -e "$work/ran-waiter"
+
+kill -TERM "$holder"
+reap "$holder"
+is "$rc" 143 "SIGTERM to the holder: its command dies of it, exit 143"
+is "$(held busy)" f "and the holder released the lease"
+
+# ---------------------------------------------------------------------------
+# Signals are forwarded
+# ---------------------------------------------------------------------------
+start_bg "$work/term.out" "$work/term.err" \
+	"$RUN" --name sig --ttl 10s -- sh -c '
+		trap "echo TERM >\"$0.got\"; exit 7" TERM
+		touch "$0"; sleep 30 & wait' "$work/term.started"
+p=$bg
+await "$work/term.started" 10
+kill -TERM "$p"
+reap "$p"
+is "$rc" 7 "SIGTERM is forwarded: the command's trap ran and its status is dlock-run's"
+check "SIGTERM is forwarded: the command saw it" test -e "$work/term.started.got"
+is "$(held sig)" f "after a forwarded signal the lease is released"
+
+# A background job of a script ignores SIGINT; run dlock-run as if from a terminal.
+start_bg "$work/int.out" "$work/int.err" env --default-signal=INT \
+	"$RUN" --name sig --ttl 10s -- sh -c '
+		trap "echo INT >\"$0.got\"; exit 8" INT
+		touch "$0"; sleep 30 & wait' "$work/int.started"
+p=$bg
+await "$work/int.started" 10
+kill -INT "$p"
+reap "$p"
+is "$rc" 8 "SIGINT is forwarded: the command's trap ran and its status is dlock-run's"
+check "SIGINT is forwarded: the command saw it" test -e "$work/int.started.got"
+
+# Processes the command leaves behind are ended before the lease is released.
+"$RUN" --name left --ttl 10s -- sh -c 'sleep 30 & echo $! >"$0"' "$work/left.pid" 2>"$work/err"
+rc=$?
+is "$rc" 0 "a command that leaves a background process: its own status"
+check "the process it left behind was ended" gone "$(cat "$work/left.pid")" 3
+grep -q 'left processes running' "$work/err"
+check "and dlock-run said so" test $? -eq 0
+
+# dlock-run killed outright: the command gets the lease-lost signal (Linux).
+start_bg "$work/k9.out" "$work/k9.err" \
+	"$RUN" --name k9 --ttl 10s -- sh -c 'echo $$ >"$0"; exec sleep 30' "$work/k9.pid"
+p=$bg
+await "$work/k9.pid" 10
+kill -KILL "$p"
+wait "$p" 2>/dev/null
+check "SIGKILL to dlock-run: its command does not run on" gone "$(cat "$work/k9.pid")" 3
+
+# ---------------------------------------------------------------------------
+# The lease lost while the command runs
+# ---------------------------------------------------------------------------
+
+# Stolen: released with its token and taken by someone else.
+start_bg "$work/steal.out" "$work/steal.err" \
+	"$RUN" --name steal --ttl 2s -- sh -c 'sleep 30 & echo $! >"$0.child"; echo $$ >"$0"; wait' "$work/steal.pid"
+p=$bg
+await "$work/steal.pid" 10
+await "$work/steal.pid.child" 10
+thief=$(q -c "SELECT dlock_release('steal', token) FROM dlock_leases WHERE name = 'steal'" \
+	-c "SELECT dlock_acquire('steal', '30s')")
+thief=${thief##*$'\n'}
+t0=$(clock_us)
+reap "$p"
+t1=$(clock_us)
+is "$rc" 70 "lease stolen: exit 70"
+check "lease stolen: noticed at the next renewal (within 2 s)" test $((t1 - t0)) -lt 2000000
+check "lease stolen: the command was killed" gone "$(cat "$work/steal.pid")" 2
+check "lease stolen: the command's own child was killed too" gone "$(cat "$work/steal.pid.child")" 2
+if grep -q 'lost the lease on "steal"' "$work/steal.err" && grep -q 'sending SIGTERM' "$work/steal.err"; then
+	ok "lease stolen: reported on stderr"
+else
+	not_ok "lease stolen: reported on stderr" "$(cat "$work/steal.err")"
+fi
+is "$(q -c "SELECT held AND token = $thief FROM dlock_leases WHERE name = 'steal'")" t \
+	"lease stolen: the new holder keeps it"
+
+# Expired: dlock-run stalls (SIGSTOP) past the TTL; someone else runs meanwhile.
+start_bg "$work/stall.out" "$work/stall.err" \
+	"$RUN" --name stall --ttl 1s -- sh -c 'echo $$ >"$0"; exec sleep 30' "$work/stall.pid"
+p=$bg
+await "$work/stall.pid" 10
+kill -STOP "$p"
+"$RUN" --name stall --ttl 5s --wait 5s -- touch "$work/stall.second"
+is "$?" 0 "while the first holder stalls, its lease expires and a second runner takes it"
+kill -CONT "$p"
+reap "$p"
+is "$rc" 70 "lease expired during a stall: exit 70"
+check "lease expired during a stall: the command was killed" gone "$(cat "$work/stall.pid")" 2
+grep -q 'lost the lease on "stall"' "$work/stall.err"
+check "lease expired during a stall: reported on stderr" test $? -eq 0
+
+# Database unreachable for longer than the TTL.
+start_bg "$work/down.out" "$work/down.err" \
+	"$RUN" --name down --ttl 2s -- sh -c 'echo $$ >"$0"; exec sleep 30' "$work/down.pid"
+p=$bg
+await "$work/down.pid" 10
+psql -X -q -d postgres -v ON_ERROR_STOP=1 \
+	-c "ALTER DATABASE $DB ALLOW_CONNECTIONS false" \
+	-c "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = '$DB' AND application_name = 'dlock-run'" >/dev/null
+t0=$(clock_us)
+reap "$p"
+t1=$(clock_us)
+psql -X -q -d postgres -c "ALTER DATABASE $DB ALLOW_CONNECTIONS true" >/dev/null
+is "$rc" 70 "database unreachable past the TTL: exit 70"
+check "database unreachable: gave up within the TTL" test $((t1 - t0)) -lt 2500000
+check "database unreachable: the command was killed" gone "$(cat "$work/down.pid")" 2
+if grep -q 'could not renew' "$work/down.err" && grep -q 'no renewal succeeded before the lease expired' "$work/down.err"; then
+	ok "database unreachable: reported on stderr"
+else
+	not_ok "database unreachable: reported on stderr" "$(cat "$work/down.err")"
+fi
+
+# A dropped connection that comes back in time is no loss.
+start_bg "$work/blip.out" "$work/blip.err" \
+	"$RUN" --name blip --ttl 2s -- sh -c 'touch "$0"; sleep 2.5' "$work/blip.started"
+p=$bg
+await "$work/blip.started" 10
+psql -X -q -d postgres -c "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = '$DB' AND application_name = 'dlock-run'" >/dev/null
+reap "$p"
+is "$rc" 0 "a dropped connection: dlock-run reconnects, renews, and the command finishes"
+grep -q 'renewed the lease on "blip" again' "$work/blip.err"
+check "a dropped connection: the recovery is reported" test $? -eq 0
+is "$(held blip)" f "a dropped connection: the lease is released at the end"
+
+# --signal and --kill-after: a command that ignores SIGTERM is killed.
+start_bg "$work/stub.out" "$work/stub.err" \
+	"$RUN" --name stubborn --ttl 2s -k 1s -- sh -c 'trap "" TERM; echo $$ >"$0"; exec sleep 30' "$work/stub.pid"
+p=$bg
+await "$work/stub.pid" 10
+q -c "SELECT dlock_release('stubborn', token) FROM dlock_leases WHERE name = 'stubborn'" >/dev/null
+reap "$p"
+is "$rc" 70 "a command that ignores SIGTERM: exit 70"
+check "a command that ignores SIGTERM: killed after --kill-after" gone "$(cat "$work/stub.pid")" 1
+grep -q 'sending SIGKILL' "$work/stub.err"
+check "a command that ignores SIGTERM: SIGKILL is reported" test $? -eq 0
+
+start_bg "$work/sint.out" "$work/sint.err" env --default-signal=INT \
+	"$RUN" --name sigint --ttl 2s --signal INT -- sh -c '
+		trap "echo INT >\"$0.got\"; exit 0" INT
+		touch "$0"; while :; do sleep 0.1; done' "$work/sint.started"
+p=$bg
+await "$work/sint.started" 10
+q -c "SELECT dlock_release('sigint', token) FROM dlock_leases WHERE name = 'sigint'" >/dev/null
+reap "$p"
+is "$rc" 70 "--signal INT: exit 70 even though the command exits 0"
+check "--signal INT: the command got SIGINT" test -e "$work/sint.started.got"
+start_bg "$work/code.out" "$work/code.err" \
+	"$RUN" --name lost-code --ttl 2s --lost-exit-code 99 -- sh -c 'touch "$0"; exec sleep 30' "$work/code.started"
+p=$bg
+await "$work/code.started" 10
+q -c "SELECT dlock_release('lost-code', token) FROM dlock_leases WHERE name = 'lost-code'" >/dev/null
+reap "$p"
+is "$rc" 99 "--lost-exit-code 99: exit 99"
+
+# --foreground: the command stays in dlock-run's process group, and is
+# still signalled when the lease is lost.
+start_bg "$work/fg.out" "$work/fg.err" \
+	"$RUN" --foreground --name fg --ttl 2s -- sh -c 'echo $$ >"$0"; exec sleep 30' "$work/fg.pid"
+p=$bg
+await "$work/fg.pid" 10
+is "$(ps -o pgid= -p "$(cat "$work/fg.pid")" | tr -d ' ')" "$(ps -o pgid= -p "$p" | tr -d ' ')" \
+	"--foreground: the command shares dlock-run's process group"
+q -c "SELECT dlock_release('fg', token) FROM dlock_leases WHERE name = 'fg'" >/dev/null
+reap "$p"
+is "$rc" 70 "--foreground: lease lost, exit 70"
+check "--foreground: the command was killed" gone "$(cat "$work/fg.pid")" 2
+
+# ---------------------------------------------------------------------------
+# dlock installed in another schema
+# ---------------------------------------------------------------------------
+createdb "$DB2" && psql -X -q -d "$DB2" -c 'CREATE SCHEMA "lock s"' -c 'CREATE EXTENSION dlock SCHEMA "lock s"'
+"$RUN" -d "$DB2" --name sch --ttl 5s -- true 2>"$work/err"
+is "$?" 69 "dlock outside search_path: exit 69"
+grep -q 'use --schema' "$work/err"
+check "dlock outside search_path: the hint names --schema" test $? -eq 0
+"$RUN" -d "dbname=$DB2" --schema 'lock s' --name sch --ttl 5s -- sh -c 'test -n "$DLOCK_TOKEN"'
+is "$?" 0 "--schema 'lock s' (and a connection string in -d) finds it"
+
+echo "1..$n"
+[ "$failed" -eq 0 ]
