@@ -77,6 +77,11 @@ SELECT dlock_acquire('x', '178000000 years');
 \echo :LAST_ERROR_SQLSTATE
 SELECT dlock_acquire('x', '-178000000 years');
 \echo :LAST_ERROR_SQLSTATE
+-- Parts that nearly cancel but cannot be added to the clock: out of range.
+SELECT dlock_acquire('x', '5965232 years 4 months -2147483640 days');
+\echo :LAST_ERROR_SQLSTATE
+SELECT dlock_renew('held', :held_token, '-3000000 days 72000000:00:01');
+\echo :LAST_ERROR_SQLSTATE
 SELECT dlock_renew('held', :held_token, '0');
 \echo :LAST_ERROR_SQLSTATE
 SELECT dlock_renew('held', :held_token, '2 days');

@@ -13,13 +13,13 @@
  */
 #include "postgres.h"
 
-#include <float.h>
-#include <math.h>
-
 #include "catalog/namespace.h"
+#include "common/int.h"
 #include "datatype/timestamp.h"
 #include "fmgr.h"
+#include "pgtime.h"
 #include "utils/builtins.h"
+#include "utils/datetime.h"
 #include "utils/guc.h"
 #include "utils/inval.h"
 #include "utils/lsyscache.h"
@@ -159,28 +159,78 @@ DlockTokenArg(FunctionCallInfo fcinfo, int argno)
 	return PG_GETARG_INT64(argno);
 }
 
-/* An interval's length in microseconds, counting a month as 30 days. */
-static double
-IntervalApproxUsecs(const Interval *span)
+/*
+ * *result = ts + span, on the calendar of the session's time zone exactly as
+ * timestamptz + interval computes it, or false if the sum is out of range
+ * (where timestamptz + interval would raise an error, or overflow).
+ */
+static bool
+TimestampTzAddInterval(TimestampTz ts, const Interval *span,
+					   TimestampTz *result)
 {
-	return (double) span->time +
-		(double) span->day * USECS_PER_DAY +
-		(double) span->month * DAYS_PER_MONTH * USECS_PER_DAY;
+	struct pg_tm tt,
+			   *tm = &tt;
+	fsec_t		fsec;
+	int			tz;
+
+	if (DlockIntervalIsInfinite(span))
+		return false;
+
+	if (span->month != 0)
+	{
+		int64		months;
+		int64		year;
+
+		if (timestamp2tm(ts, &tz, tm, &fsec, NULL, NULL) != 0)
+			return false;
+		months = (int64) tm->tm_year * MONTHS_PER_YEAR + (tm->tm_mon - 1) +
+			span->month;
+		year = months >= 0 ? months / MONTHS_PER_YEAR :
+			-((-months - 1) / MONTHS_PER_YEAR) - 1;
+		if (year < JULIAN_MINYEAR || year > JULIAN_MAXYEAR)
+			return false;
+		tm->tm_year = (int) year;
+		tm->tm_mon = (int) (months - year * MONTHS_PER_YEAR) + 1;
+		if (tm->tm_mday > day_tab[isleap(tm->tm_year)][tm->tm_mon - 1])
+			tm->tm_mday = day_tab[isleap(tm->tm_year)][tm->tm_mon - 1];
+		tz = DetermineTimeZoneOffset(tm, session_timezone);
+		if (tm2timestamp(tm, fsec, &tz, &ts) != 0)
+			return false;
+	}
+
+	if (span->day != 0)
+	{
+		int64		julian;
+
+		if (timestamp2tm(ts, &tz, tm, &fsec, NULL, NULL) != 0)
+			return false;
+		julian = (int64) date2j(tm->tm_year, tm->tm_mon, tm->tm_mday) +
+			span->day;
+		if (julian < 0 || julian > TIMESTAMP_END_JULIAN)
+			return false;
+		j2date((int) julian, &tm->tm_year, &tm->tm_mon, &tm->tm_mday);
+		tz = DetermineTimeZoneOffset(tm, session_timezone);
+		if (tm2timestamp(tm, fsec, &tz, &ts) != 0)
+			return false;
+	}
+
+	if (pg_add_s64_overflow(ts, span->time, &ts) || !IS_VALID_TIMESTAMP(ts))
+		return false;
+	*result = ts;
+	return true;
 }
 
 /*
- * The expiry time now + ttl, after checking that ttl is positive, finite and
+ * The expiry time now + ttl, after checking that ttl is finite, positive and
  * at most dlock.max_ttl.  Months and days are added on the calendar, as
- * timestamptz + interval does.
+ * timestamptz + interval does; a ttl that cannot be added to now at all is
+ * out of range.
  */
 TimestampTz
 DlockExpiryArg(FunctionCallInfo fcinfo, int argno, TimestampTz now)
 {
 	Interval   *ttl;
-	double		approx;
-	double		max_usecs = (double) dlock_max_ttl * USECS_PER_SEC;
-	TimestampTz expires_at = 0;
-	bool		too_long;
+	TimestampTz expires_at;
 
 	DlockRejectNull(fcinfo, argno, "ttl");
 	ttl = PG_GETARG_INTERVAL_P(argno);
@@ -188,31 +238,15 @@ DlockExpiryArg(FunctionCallInfo fcinfo, int argno, TimestampTz now)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("ttl must be finite")));
-
-	/*
-	 * Decide far-off values on the approximate length, so that adding them
-	 * cannot overflow; a calendar month or day differs from the
-	 * approximation by far less than the margin.
-	 */
-	approx = IntervalApproxUsecs(ttl);
-	if (approx <= -2.0 * USECS_PER_DAY * DAYS_PER_MONTH)
-		too_long = false;
-	else if (approx >= max_usecs + 2.0 * USECS_PER_DAY * DAYS_PER_MONTH)
-		too_long = true;
-	else
-	{
-		expires_at = DatumGetTimestampTz(DirectFunctionCall2(timestamptz_pl_interval,
-															 TimestampTzGetDatum(now),
-															 IntervalPGetDatum(ttl)));
-		too_long = (double) (expires_at - now) > max_usecs;
-		approx = (double) (expires_at - now);
-	}
-
-	if (approx <= 0)
+	if (!TimestampTzAddInterval(now, ttl, &expires_at))
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("ttl is out of range")));
+	if (expires_at <= now)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("ttl must be positive")));
-	if (too_long)
+	if (expires_at - now > (int64) dlock_max_ttl * USECS_PER_SEC)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("ttl exceeds the maximum of %d seconds", dlock_max_ttl),
@@ -222,29 +256,36 @@ DlockExpiryArg(FunctionCallInfo fcinfo, int argno, TimestampTz now)
 
 /*
  * A duration argument (what: "wait", "older_than") in microseconds: zero or
- * more, finite.  Durations beyond a century are cut to a century.
+ * more, finite.  Unlike a ttl, which ends at a point on the calendar, a
+ * duration counts a day as 24 hours and a month as 30 days, as interval
+ * comparison does.  Durations beyond a century are cut to a century.
  */
 int64
 DlockDurationArg(FunctionCallInfo fcinfo, int argno, const char *what)
 {
-	Interval   *wait;
-	double		approx;
-	const double century = 100.0 * DAYS_PER_YEAR * USECS_PER_DAY;
+	Interval   *span;
+	const int64 century = (int64) 36525 * USECS_PER_DAY;
+#ifdef HAVE_INT128
+	typedef int128 wide;
+#else
+	typedef double wide;
+#endif
+	wide		usecs;
 
 	DlockRejectNull(fcinfo, argno, what);
-	wait = PG_GETARG_INTERVAL_P(argno);
-	if (DlockIntervalIsInfinite(wait))
+	span = PG_GETARG_INTERVAL_P(argno);
+	if (DlockIntervalIsInfinite(span))
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("%s must be finite", what)));
-	approx = IntervalApproxUsecs(wait);
-	if (approx < 0)
+	usecs = (wide) span->time +
+		(wide) span->day * USECS_PER_DAY +
+		(wide) span->month * DAYS_PER_MONTH * USECS_PER_DAY;
+	if (usecs < 0)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("%s must not be negative", what)));
-	if (approx > century)
-		approx = century;
-	return (int64) approx;
+	return usecs > century ? century : (int64) usecs;
 }
 
 /* The owner label, or NULL for an anonymous holder. */
