@@ -32,6 +32,7 @@
 #include "catalog/pg_class.h"
 #include "commands/sequence.h"
 #include "miscadmin.h"
+#include "replication/syncrep.h"
 #include "utils/fmgrprotos.h"
 #include "utils/guc.h"
 #include "utils/syscache.h"
@@ -106,9 +107,11 @@ TokenDraw(const DlockRelations *rels)
 
 	/*
 	 * ... and wait for synchronous standbys too, whatever the caller set.
-	 * This lasts until the end of the transaction, like SET LOCAL.
+	 * This lasts until the end of the transaction, like SET LOCAL.  Without
+	 * synchronous standbys there is nothing to wait for.
 	 */
-	if (synchronous_commit < SYNCHRONOUS_COMMIT_REMOTE_FLUSH)
+	if (synchronous_commit < SYNCHRONOUS_COMMIT_REMOTE_FLUSH &&
+		SyncRepStandbyNames != NULL && SyncRepStandbyNames[0] != '\0')
 		(void) set_config_option("synchronous_commit", "on",
 								 PGC_USERSET, PGC_S_SESSION,
 								 GUC_ACTION_LOCAL, true, 0, false);

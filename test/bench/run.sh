@@ -45,23 +45,36 @@ EOF
 # ---------------------------------------------------------------- scripts
 mk() { cat >"$work/$1.sql"; }
 
-# Uncontended: every client its own name.
+# Uncontended: each pair takes one of the NAMES existing (free) names at
+# random, so clients rarely meet on a name or on a page.  A name taken by
+# another client at that moment is busy: the try fails, no release follows.
 mk dlock_free <<'EOF'
-SELECT dlock_acquire('c' || :client_id, '1 min') AS tok \gset
-SELECT dlock_release('c' || :client_id, :tok);
+\set n random(1, :names)
+SELECT coalesce(dlock_acquire('pre' || :n, '1 min'), 0) AS tok \gset
+\if :tok > 0
+SELECT dlock_release('pre' || :n, :tok);
+\endif
 EOF
 mk hand_free <<'EOF'
-INSERT INTO hand_lease AS l (name, token, expires_at)
-VALUES ('c' || :client_id, nextval('hand_token_seq'), clock_timestamp() + interval '1 min')
-ON CONFLICT (name) DO UPDATE SET token = excluded.token, owner = excluded.owner,
-                                 expires_at = excluded.expires_at
- WHERE l.expires_at <= clock_timestamp()
-RETURNING token AS tok \gset
-UPDATE hand_lease SET expires_at = clock_timestamp() WHERE name = 'c' || :client_id AND token = :tok;
+\set n random(1, :names)
+WITH t AS (
+  INSERT INTO hand_lease AS l (name, token, expires_at)
+  VALUES ('pre' || :n, nextval('hand_token_seq'), clock_timestamp() + interval '1 min')
+  ON CONFLICT (name) DO UPDATE SET token = excluded.token, owner = excluded.owner,
+                                   expires_at = excluded.expires_at
+   WHERE l.expires_at <= clock_timestamp()
+  RETURNING token)
+SELECT coalesce(max(token), 0) AS tok FROM t \gset
+\if :tok > 0
+UPDATE hand_lease SET expires_at = clock_timestamp() WHERE name = 'pre' || :n AND token = :tok;
+\endif
 EOF
 mk adv_free <<'EOF'
-SELECT pg_try_advisory_lock(1, :client_id);
-SELECT pg_advisory_unlock(1, :client_id);
+\set n random(1, :names)
+SELECT pg_try_advisory_lock(1, :n)::int AS got \gset
+\if :got = 1
+SELECT pg_advisory_unlock(1, :n);
+\endif
 EOF
 
 # Contended: all clients on one name; a pair only when the try succeeds.
@@ -119,13 +132,13 @@ populate() {
 	local n=$1
 	q >/dev/null <<-EOF
 		TRUNCATE hand_lease;
-		INSERT INTO hand_lease SELECT 'pre' || i, i, NULL, now() + interval '1 day' FROM generate_series(1, $n) i;
+		INSERT INTO hand_lease SELECT 'pre' || i, i, NULL, now() - interval '1 s' FROM generate_series(1, $n) i;
 		INSERT INTO hand_lease VALUES ('busy', nextval('hand_token_seq'), NULL, now() + interval '1 day');
 		TRUNCATE dlock_lease;
 		INSERT INTO dlock_lease
 		  SELECT 'pre' || i, nextval('dlock_token_seq'), NULL,
 		         (SELECT oid FROM pg_roles WHERE rolname = current_user),
-		         now(), now() + interval '1 day', NULL
+		         now() - interval '1 min', now() - interval '1 s', now() - interval '1 s'
 		    FROM generate_series(1, $n) i;
 		SELECT dlock_acquire('busy', '1 day');
 	EOF
@@ -137,7 +150,8 @@ run() {
 	local size=$1 scen=$2 dur=$3 who=$4 opts="" out tps lat syncs0 syncs1 spt
 	[ "$dur" = async ] && opts="-c synchronous_commit=off"
 	syncs0=$(q -c "SELECT wal_sync FROM pg_stat_wal")
-	out=$(PGOPTIONS="$opts" pgbench -n -M prepared -c "$C" -j 2 -T "$T" -f "$work/${who}_$scen.sql" "$DB" 2>&1)
+	out=$(PGOPTIONS="$opts" pgbench -n -M prepared -c "$C" -j 2 -T "$T" -D names="$size" \
+		-f "$work/${who}_$scen.sql" "$DB" 2>&1)
 	tps=$(sed -n 's/^tps = \([0-9.]*\) .*/\1/p' <<<"$out")
 	lat=$(sed -n 's/^latency average = \([0-9.]*\) ms/\1/p' <<<"$out")
 	if [ -z "$tps" ]; then
