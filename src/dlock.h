@@ -38,14 +38,14 @@
  *
  * A lock that changed the row is kept until the transaction ends, so nobody
  * decides on a state that is not yet committed.  A lock whose holder found
- * nothing to change is given back at once.  dlock_acquire only ever tries
- * its locks without waiting, and never holds one while it sleeps, so it
+ * nothing to change is given back at once.  dlock_acquire only tries the
+ * name's locks without waiting, and holds none of them while it sleeps (only
+ * its waiter lock, which blocks nothing but a newcomer's brief probe), so it
  * cannot block a holder's release and cannot take part in a deadlock.
  *
  * Tokens come from @extschema@.dlock_token_seq (CACHE 1, NO CYCLE), drawn
- * only while both locks of a hand-over are held.  The acquiring transaction
- * is forced to commit synchronously (ForceSyncCommit), so a token the client
- * has seen is never handed out again after a crash.
+ * only while both locks of a hand-over are held; token.c says how they stay
+ * above every earlier token through crashes, failover and PITR.
  *
  *-------------------------------------------------------------------------
  */
