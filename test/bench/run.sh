@@ -245,6 +245,10 @@ echo "waiting (test/bench/wait.py):"
 /usr/bin/python3 "$here/wait.py" ${DLOCK_BENCH_QUICK:+--quick}
 
 echo
+echo "profile of the busy path (test/bench/profile.sh):"
+bash "$here/profile.sh"
+
+echo
 echo "churn (test/bench/bloat.sh):"
 bash "$here/bloat.sh"
 
