@@ -14,6 +14,7 @@
 #include "miscadmin.h"
 #include "utils/acl.h"
 #include "utils/builtins.h"
+#include "utils/memutils.h"
 #include "utils/timestamp.h"
 
 #include "dlock.h"
@@ -103,6 +104,8 @@ dlock_acquire(PG_FUNCTION_ARGS)
 	LOCKTAG		tag;
 	LOCKTAG		waiter_tag;
 	bool		waiting = false;
+	MemoryContext pollcxt;
+	MemoryContext callcxt = CurrentMemoryContext;
 
 	(void) DlockExpiryArg(fcinfo, 1, start);
 	wait_usecs = DlockDurationArg(fcinfo, 2, "wait");
@@ -114,11 +117,19 @@ dlock_acquire(PG_FUNCTION_ARGS)
 	NameWaiterTag(&tag, &waiter_tag);
 	deadline = start + wait_usecs;
 
+	/* What one round of the loop allocates is freed before the next. */
+	pollcxt = AllocSetContextCreate(CurrentMemoryContext, "dlock_acquire",
+									ALLOCSET_SMALL_SIZES);
+	MemoryContextSwitchTo(pollcxt);
+
 	for (;;)
 	{
-		TimestampTz now = GetCurrentTimestamp();
+		TimestampTz now;
 		DlockLease	lease;
 		bool		renewal;
+
+		MemoryContextReset(pollcxt);
+		now = GetCurrentTimestamp();
 
 		/* The busy path: one index lookup, no lock, no transaction ID. */
 		LeaseFetch(rels, name, &lease);
@@ -147,11 +158,13 @@ dlock_acquire(PG_FUNCTION_ARGS)
 			else if (!LeaseIsHeld(&lease, now) &&
 					 NameLockTry(&tag, DLOCK_LOCK_HANDOVER))
 			{
+				TimestampTz expires_at = DlockExpiryArg(fcinfo, 1, now);
+
+				/* Every check comes before the token is drawn. */
 				CheckLeaseQuota(rels, now);
 				token = TokenDraw(rels);
-				now = GetCurrentTimestamp();
 				LeaseWriteNew(rels, name, &lease, token, owner, now,
-							  DlockExpiryArg(fcinfo, 1, now));
+							  expires_at);
 			}
 			else
 				NameLockGiveBack(&tag, DLOCK_LOCK_STATE);
@@ -160,6 +173,7 @@ dlock_acquire(PG_FUNCTION_ARGS)
 			{
 				if (waiting)
 					NameLockGiveBack(&waiter_tag, DLOCK_LOCK_WAITING);
+				MemoryContextSwitchTo(callcxt);
 				PG_RETURN_INT64(token);
 			}
 		}
@@ -168,6 +182,7 @@ dlock_acquire(PG_FUNCTION_ARGS)
 		{
 			if (waiting)
 				NameLockGiveBack(&waiter_tag, DLOCK_LOCK_WAITING);
+			MemoryContextSwitchTo(callcxt);
 			PG_RETURN_NULL();
 		}
 		if (!waiting)

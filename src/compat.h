@@ -18,26 +18,6 @@
 #error "dlock requires PostgreSQL 14 or later"
 #endif
 
-/*
- * simple_heap_update() reports whether index entries are needed through an
- * extra argument from PostgreSQL 16 on; before that, a heap-only (HOT) new
- * tuple means no new index entry is needed.
- */
-#if PG_VERSION_NUM >= 160000
-#define DlockHeapUpdate(rel, otid, tup, need_index) \
-	do { \
-		TU_UpdateIndexes dlock_upd_; \
-		simple_heap_update((rel), (otid), (tup), &dlock_upd_); \
-		*(need_index) = (dlock_upd_ != TU_None); \
-	} while (0)
-#else
-#define DlockHeapUpdate(rel, otid, tup, need_index) \
-	do { \
-		simple_heap_update((rel), (otid), (tup)); \
-		*(need_index) = !HeapTupleIsHeapOnly(tup); \
-	} while (0)
-#endif
-
 /* Infinite intervals exist from PostgreSQL 17 on. */
 #if PG_VERSION_NUM >= 170000
 #define DlockIntervalIsInfinite(i) INTERVAL_NOT_FINITE(i)

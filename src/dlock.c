@@ -13,6 +13,7 @@
  */
 #include "postgres.h"
 
+#include "access/table.h"
 #include "catalog/namespace.h"
 #include "common/int.h"
 #include "datatype/timestamp.h"
@@ -23,6 +24,7 @@
 #include "utils/guc.h"
 #include "utils/inval.h"
 #include "utils/lsyscache.h"
+#include "utils/rel.h"
 #include "utils/timestamp.h"
 
 #include "compat.h"
@@ -75,6 +77,7 @@ _PG_init(void)
 	MarkGUCPrefixReserved("dlock");
 
 	CacheRegisterRelcacheCallback(DlockRelcacheCallback, (Datum) 0);
+	TokenInit();
 }
 
 static Oid
@@ -89,6 +92,22 @@ DlockLookupRelation(const char *relname, Oid nspid)
 						get_namespace_name(nspid), relname),
 				 errhint("Drop and re-create the extension.")));
 	return relid;
+}
+
+/* The C code reads and writes lease rows of exactly Natts_dlock_lease columns. */
+static void
+DlockCheckLeaseTable(Oid relid)
+{
+	Relation	rel = table_open(relid, AccessShareLock);
+	int			natts = RelationGetDescr(rel)->natts;
+
+	table_close(rel, AccessShareLock);
+	if (natts != Natts_dlock_lease)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("relation \"dlock_lease\" of extension \"dlock\" has %d columns, but this version of the library expects %d",
+						natts, Natts_dlock_lease),
+				 errhint("Run ALTER EXTENSION dlock UPDATE.")));
 }
 
 /*
@@ -110,6 +129,7 @@ DlockGetRelations(FunctionCallInfo fcinfo)
 				 fcinfo->flinfo->fn_oid);
 
 		cached_relations.lease_table = DlockLookupRelation("dlock_lease", nspid);
+		DlockCheckLeaseTable(cached_relations.lease_table);
 		cached_relations.lease_index = DlockLookupRelation("dlock_lease_pkey", nspid);
 		cached_relations.token_seq = DlockLookupRelation("dlock_token_seq", nspid);
 		cached_relations_valid = true;
@@ -221,16 +241,38 @@ TimestampTzAddInterval(TimestampTz ts, const Interval *span,
 }
 
 /*
+ * An interval's nominal length in microseconds, counting a day as 24 hours
+ * and a month as 30 days, as interval comparison does; exact, never
+ * overflowing where a 128-bit integer is available.
+ */
+#ifdef HAVE_INT128
+typedef int128 DlockWide;
+#else
+typedef double DlockWide;
+#endif
+
+static DlockWide
+IntervalNominalUsecs(const Interval *span)
+{
+	return (DlockWide) span->time +
+		(DlockWide) span->day * USECS_PER_DAY +
+		(DlockWide) span->month * DAYS_PER_MONTH * USECS_PER_DAY;
+}
+
+/*
  * The expiry time now + ttl, after checking that ttl is finite, positive and
- * at most dlock.max_ttl.  Months and days are added on the calendar, as
- * timestamptz + interval does; a ttl that cannot be added to now at all is
- * out of range.
+ * at most dlock.max_ttl.  The expiry is now + ttl on the calendar, as
+ * timestamptz + interval computes it; the limits apply to the ttl's nominal
+ * length (24-hour days, 30-day months), so that '1 day' is always allowed
+ * under the default maximum of a day, also across a daylight-saving change.
+ * A ttl that cannot be added to now at all is out of range.
  */
 TimestampTz
 DlockExpiryArg(FunctionCallInfo fcinfo, int argno, TimestampTz now)
 {
 	Interval   *ttl;
 	TimestampTz expires_at;
+	DlockWide	nominal;
 
 	DlockRejectNull(fcinfo, argno, "ttl");
 	ttl = PG_GETARG_INTERVAL_P(argno);
@@ -242,11 +284,12 @@ DlockExpiryArg(FunctionCallInfo fcinfo, int argno, TimestampTz now)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("ttl is out of range")));
-	if (expires_at <= now)
+	nominal = IntervalNominalUsecs(ttl);
+	if (nominal <= 0 || expires_at <= now)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("ttl must be positive")));
-	if (expires_at - now > (int64) dlock_max_ttl * USECS_PER_SEC)
+	if (nominal > (DlockWide) dlock_max_ttl * USECS_PER_SEC)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("ttl exceeds the maximum of %d seconds", dlock_max_ttl),
@@ -265,12 +308,7 @@ DlockDurationArg(FunctionCallInfo fcinfo, int argno, const char *what)
 {
 	Interval   *span;
 	const int64 century = (int64) 36525 * USECS_PER_DAY;
-#ifdef HAVE_INT128
-	typedef int128 wide;
-#else
-	typedef double wide;
-#endif
-	wide		usecs;
+	DlockWide	usecs;
 
 	DlockRejectNull(fcinfo, argno, what);
 	span = PG_GETARG_INTERVAL_P(argno);
@@ -278,9 +316,7 @@ DlockDurationArg(FunctionCallInfo fcinfo, int argno, const char *what)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("%s must be finite", what)));
-	usecs = (wide) span->time +
-		(wide) span->day * USECS_PER_DAY +
-		(wide) span->month * DAYS_PER_MONTH * USECS_PER_DAY;
+	usecs = IntervalNominalUsecs(span);
 	if (usecs < 0)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),

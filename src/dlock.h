@@ -66,6 +66,9 @@
 /* First key of the waiters' advisory locks: the next number. */
 #define DLOCK_WAITER_CLASS		4475980
 
+/* First key of the lock that serializes moving tokens to a new epoch. */
+#define DLOCK_TOKEN_CLASS		4475981
+
 #define DLOCK_LOCK_CHECK		RowShareLock
 #define DLOCK_LOCK_STATE		ShareUpdateExclusiveLock
 #define DLOCK_LOCK_HANDOVER		ExclusiveLock
@@ -142,6 +145,7 @@ extern int	LeaseCountHeldByRole(const DlockRelations *rels, const char *role,
 								 TimestampTz now, int limit);
 
 /* token.c */
+extern void TokenInit(void);
 extern int64 TokenDraw(const DlockRelations *rels);
 
 /* wait.c */

@@ -29,24 +29,19 @@ PG_FUNCTION_INFO_V1(dlock_fence);
 static void
 FenceReject(text *name, int64 token, const DlockLease *lease)
 {
-	const char *why;
-
-	if (!lease->found)
-		why = "The lock has never been acquired.";
-	else if (lease->token > token)
-		why = "The lock has since been acquired with a newer token.";
-	else if (lease->token < token)
-		why = "This token was never issued for this lock.";
-	else if (lease->released)
-		why = "The lease was released.";
-	else
-		why = "The lease expired.";
-
 	ereport(ERROR,
 			(errcode(ERRCODE_DLOCK_STALE_TOKEN),
 			 errmsg("stale fencing token %lld for lock \"%s\"",
 					(long long) token, text_to_cstring(name)),
-			 errdetail_internal("%s", why)));
+			 !lease->found ?
+			 errdetail("The lock has never been acquired.") :
+			 lease->token > token ?
+			 errdetail("The lock has since been acquired with a newer token.") :
+			 lease->token < token ?
+			 errdetail("This token was never issued for this lock.") :
+			 lease->released ?
+			 errdetail("The lease was released.") :
+			 errdetail("The lease expired.")));
 }
 
 /*
@@ -64,6 +59,19 @@ FenceCheck(const DlockRelations *rels, text *name, int64 token, bool raise)
 	NameLockTag(name, &tag);
 	NameLockWait(&tag, DLOCK_LOCK_CHECK);
 	LeaseFetch(rels, name, &lease);
+	now = GetCurrentTimestamp();
+	if (LeaseIsHeld(&lease, now) && lease.token == token)
+		return true;
+
+	/*
+	 * The check lock does not keep the holder from renewing or releasing
+	 * meanwhile, and an index scan that races a non-HOT update can miss
+	 * both row versions.  Before saying no, read again while no change can
+	 * be in progress.
+	 */
+	NameLockWait(&tag, DLOCK_LOCK_STATE);
+	LeaseFetch(rels, name, &lease);
+	NameLockGiveBack(&tag, DLOCK_LOCK_STATE);
 	now = GetCurrentTimestamp();
 	if (LeaseIsHeld(&lease, now) && lease.token == token)
 		return true;

@@ -21,7 +21,7 @@
 #include "access/stratnum.h"
 #include "access/table.h"
 #include "access/xact.h"
-#include "catalog/index.h"
+#include "catalog/indexing.h"
 #include "miscadmin.h"
 #include "nodes/execnodes.h"
 #include "nodes/pg_list.h"
@@ -55,10 +55,6 @@ LeaseFetch(const DlockRelations *rels, text *name, DlockLease *lease)
 		Datum		values[Natts_dlock_lease];
 		bool		nulls[Natts_dlock_lease];
 
-		if (RelationGetDescr(rel)->natts != Natts_dlock_lease)
-			elog(ERROR, "relation \"%s\" has %d columns, expected %d",
-				 RelationGetRelationName(rel), RelationGetDescr(rel)->natts,
-				 Natts_dlock_lease);
 		heap_deform_tuple(tuple, RelationGetDescr(rel), values, nulls);
 
 		lease->found = true;
@@ -99,7 +95,6 @@ LeaseStore(const DlockRelations *rels, text *name, DlockLease *lease)
 	Datum		values[Natts_dlock_lease];
 	bool		nulls[Natts_dlock_lease];
 	HeapTuple	tuple;
-	bool		need_index;
 	bool		is_update = ItemPointerIsValid(&lease->tid);
 
 	memset(nulls, false, sizeof(nulls));
@@ -120,28 +115,17 @@ LeaseStore(const DlockRelations *rels, text *name, DlockLease *lease)
 	else
 		nulls[Anum_dlock_lease_released_at - 1] = true;
 
+	/*
+	 * The CatalogTuple* routines work for any heap relation: they keep every
+	 * index of the table up to date (also one being built by REINDEX
+	 * CONCURRENTLY), and skip the index for a HOT update.
+	 */
 	rel = table_open(rels->lease_table, RowExclusiveLock);
 	tuple = heap_form_tuple(RelationGetDescr(rel), values, nulls);
 	if (is_update)
-		DlockHeapUpdate(rel, &lease->tid, tuple, &need_index);
+		CatalogTupleUpdate(rel, &lease->tid, tuple);
 	else
-	{
-		simple_heap_insert(rel, tuple);
-		need_index = true;
-	}
-
-	if (need_index)
-	{
-		Relation	index = index_open(rels->lease_index, RowExclusiveLock);
-		IndexInfo  *info = BuildIndexInfo(index);
-		Datum		key[1];
-		bool		key_null[1] = {false};
-
-		key[0] = PointerGetDatum(name);
-		index_insert(index, key, key_null, &tuple->t_self, rel,
-					 UNIQUE_CHECK_YES, is_update, info);
-		index_close(index, NoLock);
-	}
+		CatalogTupleInsert(rel, tuple);
 
 	lease->found = true;
 	lease->tid = tuple->t_self;
@@ -241,7 +225,7 @@ LeaseDelete(const DlockRelations *rels, DlockLease *lease)
 	Relation	rel = table_open(rels->lease_table, RowExclusiveLock);
 
 	Assert(lease->found);
-	simple_heap_delete(rel, &lease->tid);
+	CatalogTupleDelete(rel, &lease->tid);
 	table_close(rel, NoLock);
 	lease->found = false;
 	CommandCounterIncrement();

@@ -31,7 +31,10 @@
 #include "access/xact.h"
 #include "catalog/pg_class.h"
 #include "commands/sequence.h"
+#include "access/relation.h"
 #include "miscadmin.h"
+#include "storage/bufmgr.h"
+#include "storage/lock.h"
 #include "replication/syncrep.h"
 #include "utils/fmgrprotos.h"
 #include "utils/guc.h"
@@ -82,6 +85,51 @@ TokenRaiseTo(Oid seqoid, int64 floor)
 	SetUserIdAndSecContext(save_userid, save_sec_context);
 }
 
+/* Did this transaction draw a token?  Its commit must then wait for sync standbys. */
+static bool token_drawn = false;
+
+/*
+ * At commit of a transaction that drew a token, wait for synchronous
+ * standbys whatever synchronous_commit says by then: a SET LOCAL or a
+ * function's SET clause after the acquire must not undo it.  The setting
+ * lasts for this commit only, like SET LOCAL.
+ */
+static void
+TokenXactCallback(XactEvent event, void *arg)
+{
+	if (event == XACT_EVENT_PRE_COMMIT && token_drawn &&
+		synchronous_commit < SYNCHRONOUS_COMMIT_REMOTE_FLUSH &&
+		SyncRepStandbyNames != NULL && SyncRepStandbyNames[0] != '\0')
+		(void) set_config_option("synchronous_commit", "on",
+								 PGC_USERSET, PGC_S_SESSION,
+								 GUC_ACTION_LOCAL, true, 0, false);
+	if (event == XACT_EVENT_COMMIT || event == XACT_EVENT_ABORT ||
+		event == XACT_EVENT_PREPARE || event == XACT_EVENT_PARALLEL_COMMIT ||
+		event == XACT_EVENT_PARALLEL_ABORT)
+		token_drawn = false;
+}
+
+void
+TokenInit(void)
+{
+	RegisterXactCallback(TokenXactCallback, NULL);
+}
+
+/* Flush the WAL that made the sequence's current state durable. */
+static void
+TokenFlushSequence(Oid seqoid)
+{
+	Relation	seqrel = relation_open(seqoid, AccessShareLock);
+	Buffer		buf = ReadBuffer(seqrel, 0);
+	XLogRecPtr	lsn;
+
+	LockBuffer(buf, BUFFER_LOCK_SHARE);
+	lsn = PageGetLSN(BufferGetPage(buf));
+	UnlockReleaseBuffer(buf);
+	relation_close(seqrel, AccessShareLock);
+	XLogFlush(lsn);
+}
+
 int64
 TokenDraw(const DlockRelations *rels)
 {
@@ -90,30 +138,35 @@ TokenDraw(const DlockRelations *rels)
 
 	if (token <= floor)
 	{
-		TokenRaiseTo(rels->token_seq, floor);
+		LOCKTAG		tag;
+
+		/*
+		 * The first draws on a new timeline move the counter up to the
+		 * floor.  Serialize them, or two backends could both set it to the
+		 * floor and hand out the same token.
+		 */
+		SET_LOCKTAG_ADVISORY(tag, MyDatabaseId, DLOCK_TOKEN_CLASS, 0, 2);
+		(void) LockAcquire(&tag, ExclusiveLock, false, false);
 		token = nextval_internal(rels->token_seq, false);
+		if (token <= floor)
+		{
+			TokenRaiseTo(rels->token_seq, floor);
+			token = nextval_internal(rels->token_seq, false);
+		}
 	}
 
 	/*
-	 * The sequence writes WAL for 32 values ahead at a time.  Flush it now,
-	 * so that even a token of a transaction that never commits (the client
-	 * saw it inside its open transaction, then the server crashed) is never
-	 * handed out again.  When nextval wrote nothing, this is a no-op.
+	 * The sequence writes WAL for 32 values ahead at a time, and the value
+	 * just drawn may rest on another backend's record.  Flush up to the
+	 * sequence page's LSN now, so that even a token of a transaction that
+	 * never commits (the client saw it inside its open transaction, then the
+	 * server crashed) is never handed out again.  Usually that WAL is
+	 * flushed already and this costs a buffer lookup.
 	 */
-	XLogFlush(XactLastRecEnd);
+	TokenFlushSequence(rels->token_seq);
 
-	/* Flush the commit record before the commit returns ... */
+	/* The commit record is flushed before the commit returns. */
 	ForceSyncCommit();
-
-	/*
-	 * ... and wait for synchronous standbys too, whatever the caller set.
-	 * This lasts until the end of the transaction, like SET LOCAL.  Without
-	 * synchronous standbys there is nothing to wait for.
-	 */
-	if (synchronous_commit < SYNCHRONOUS_COMMIT_REMOTE_FLUSH &&
-		SyncRepStandbyNames != NULL && SyncRepStandbyNames[0] != '\0')
-		(void) set_config_option("synchronous_commit", "on",
-								 PGC_USERSET, PGC_S_SESSION,
-								 GUC_ACTION_LOCAL, true, 0, false);
+	token_drawn = true;
 	return token;
 }

@@ -437,6 +437,7 @@ class Expect:
         self.codes = set()
         self.done = False
         self.ttl_real = None        # the ttl's real length in microseconds, if known
+        self.ttl_nominal = None     # its nominal length (24-hour days, 30-day months)
 
     def add(self, *codes):
         if not self.done:
@@ -471,9 +472,10 @@ def exp_token(e, v):
 
 
 def exp_ttl(e, v, ctx):
-    """A ttl is valid if its real length, clock_timestamp() + ttl on the
-    server's calendar (in the session's time zone) minus clock_timestamp(),
-    is above 0 and at most dlock.max_ttl; otherwise 22023."""
+    """A ttl is valid if it can be added to clock_timestamp() on the
+    server's calendar, its real length (that sum minus clock_timestamp()) is
+    above 0, and its nominal length (24-hour days, 30-day months) is above 0
+    and at most dlock.max_ttl; otherwise 22023."""
     if e.done:
         return                      # decided by an earlier argument
     if v is None:
@@ -484,8 +486,11 @@ def exp_ttl(e, v, ctx):
         real = v.t + v.d * USECS_PER_DAY
     else:
         real = ctx.calendar(v)      # None: the server cannot add it to now
+    nominal = v.approx() if isinstance(v, Iv) else real
     e.ttl_real = real
-    if real is None or real <= 0 or real > ctx.max_ttl * 10**6:
+    e.ttl_nominal = nominal
+    if real is None or real <= 0 or nominal is None or nominal <= 0 or \
+            nominal > ctx.max_ttl * 10**6:
         e.must("22023")
 
 
@@ -924,8 +929,10 @@ class Run:
                 code in call.expect.codes:
             text = str(err)
             real = call.expect.ttl_real
-            if (text.startswith("ttl must be positive") and real > 0) or \
-                    (text.startswith("ttl exceeds") and real <= 0):
+            nominal = call.expect.ttl_nominal
+            positive = real > 0 and nominal is not None and nominal > 0
+            if (text.startswith("ttl must be positive") and positive) or \
+                    (text.startswith("ttl exceeds") and not positive):
                 self.problems["reason"].append(
                     where + msg + f" (but the ttl's real length is {real} us)")
         # The README's answer, where the arguments decide it (an undocumented
