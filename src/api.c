@@ -25,6 +25,7 @@ PG_FUNCTION_INFO_V1(dlock_renew);
 PG_FUNCTION_INFO_V1(dlock_check);
 PG_FUNCTION_INFO_V1(dlock_assert);
 PG_FUNCTION_INFO_V1(dlock_cleanup);
+PG_FUNCTION_INFO_V1(dlock_fence);
 
 /*
  * May the caller act for the role that acquired the lease: is it that role,

@@ -159,6 +159,7 @@ extern void WaitForLeaseChange(TimestampTz now, TimestampTz deadline,
 							   const DlockLease *lease, TimestampTz wait_start);
 
 /* fence.c */
+extern PGDLLEXPORT Datum dlock_fence(PG_FUNCTION_ARGS);
 extern bool FenceCheck(const DlockRelations *rels, text *name, int64 token,
 					   bool raise);
 

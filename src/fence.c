@@ -23,8 +23,6 @@
 
 #include "dlock.h"
 
-PG_FUNCTION_INFO_V1(dlock_fence);
-
 /* Raise LK001 for a token that does not hold the lease, saying why. */
 static void
 FenceReject(text *name, int64 token, const DlockLease *lease)
