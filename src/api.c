@@ -55,17 +55,16 @@ IsOwnerRenewal(const DlockLease *lease, const char *owner)
 static void
 CheckLeaseQuota(const DlockRelations *rels, TimestampTz now)
 {
-	int			held;
+	const char *role;
 
 	if (dlock_max_leases_per_role <= 0)
 		return;
-	held = LeaseCountHeldByRole(rels, GetUserNameFromId(GetUserId(), false),
-								now, dlock_max_leases_per_role);
-	if (held >= dlock_max_leases_per_role)
+	role = GetUserNameFromId(GetUserId(), false);
+	if (LeaseCountHeldByRole(rels, role, now, dlock_max_leases_per_role) >=
+		dlock_max_leases_per_role)
 		ereport(ERROR,
 				(errcode(ERRCODE_CONFIGURATION_LIMIT_EXCEEDED),
-				 errmsg("role \"%s\" holds too many leases",
-						GetUserNameFromId(GetUserId(), false)),
+				 errmsg("role \"%s\" holds too many leases", role),
 				 errdetail("The limit is %d leases per role.",
 						   dlock_max_leases_per_role),
 				 errhint("Release leases, or raise \"dlock.max_leases_per_role\".")));
@@ -105,6 +104,7 @@ dlock_acquire(PG_FUNCTION_ARGS)
 	LOCKTAG		tag;
 	LOCKTAG		waiter_tag;
 	bool		waiting = false;
+	int64		token = 0;
 	MemoryContext pollcxt;
 	MemoryContext callcxt = CurrentMemoryContext;
 
@@ -145,8 +145,6 @@ dlock_acquire(PG_FUNCTION_ARGS)
 			  (waiting || wait_usecs == 0 || !NameHasWaiters(&waiter_tag)))) &&
 			NameLockTry(&tag, DLOCK_LOCK_STATE))
 		{
-			int64		token = 0;
-
 			/* Decide again on the state nobody can change now. */
 			now = GetCurrentTimestamp();
 			LeaseFetch(rels, name, &lease);
@@ -171,21 +169,11 @@ dlock_acquire(PG_FUNCTION_ARGS)
 				NameLockGiveBack(&tag, DLOCK_LOCK_STATE);
 
 			if (token != 0)
-			{
-				if (waiting)
-					NameLockGiveBack(&waiter_tag, DLOCK_LOCK_WAITING);
-				MemoryContextSwitchTo(callcxt);
-				PG_RETURN_INT64(token);
-			}
+				break;
 		}
 
 		if (now >= deadline)
-		{
-			if (waiting)
-				NameLockGiveBack(&waiter_tag, DLOCK_LOCK_WAITING);
-			MemoryContextSwitchTo(callcxt);
-			PG_RETURN_NULL();
-		}
+			break;
 		if (!waiting)
 		{
 			/* Shared with other waiters; only a probe blocks it, briefly. */
@@ -194,6 +182,13 @@ dlock_acquire(PG_FUNCTION_ARGS)
 		}
 		WaitForLeaseChange(now, deadline, &lease, start);
 	}
+
+	if (waiting)
+		NameLockGiveBack(&waiter_tag, DLOCK_LOCK_WAITING);
+	MemoryContextSwitchTo(callcxt);
+	if (token == 0)
+		PG_RETURN_NULL();			/* still busy after the wait */
+	PG_RETURN_INT64(token);
 }
 
 /*
