@@ -150,15 +150,12 @@ DlockRejectNull(FunctionCallInfo fcinfo, int argno, const char *what)
 				 errmsg("%s must not be null", what)));
 }
 
-text *
-DlockNameArg(FunctionCallInfo fcinfo, int argno)
+/* A lock name has 1 to DLOCK_MAX_NAME_BYTES bytes. */
+void
+DlockCheckName(text *name)
 {
-	text	   *name;
-	int			len;
+	int			len = VARSIZE_ANY_EXHDR(name);
 
-	DlockRejectNull(fcinfo, argno, "lock name");
-	name = PG_GETARG_TEXT_PP(argno);
-	len = VARSIZE_ANY_EXHDR(name);
 	if (len == 0)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
@@ -169,6 +166,16 @@ DlockNameArg(FunctionCallInfo fcinfo, int argno)
 				 errmsg("lock name is too long"),
 				 errdetail("A lock name has at most %d bytes; this one has %d.",
 						   DLOCK_MAX_NAME_BYTES, len)));
+}
+
+text *
+DlockNameArg(FunctionCallInfo fcinfo, int argno)
+{
+	text	   *name;
+
+	DlockRejectNull(fcinfo, argno, "lock name");
+	name = PG_GETARG_TEXT_PP(argno);
+	DlockCheckName(name);
 	return name;
 }
 

@@ -119,6 +119,7 @@ extern int	dlock_max_leases_per_role;
 
 /* dlock.c */
 extern const DlockRelations *DlockGetRelations(FunctionCallInfo fcinfo);
+extern void DlockCheckName(text *name);
 extern text *DlockNameArg(FunctionCallInfo fcinfo, int argno);
 extern int64 DlockTokenArg(FunctionCallInfo fcinfo, int argno);
 extern TimestampTz DlockExpiryArg(FunctionCallInfo fcinfo, int argno,

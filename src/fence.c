@@ -123,7 +123,6 @@ dlock_fence(PG_FUNCTION_ARGS)
 	int			attnum;
 	int64		token;
 	text	   *name;
-	int			len;
 
 	if (!CALLED_AS_TRIGGER(fcinfo))
 		ereport(ERROR,
@@ -189,12 +188,7 @@ dlock_fence(PG_FUNCTION_ARGS)
 	else
 		name = cstring_to_text(trigger->tgargs[0]);
 
-	len = VARSIZE_ANY_EXHDR(name);
-	if (len == 0 || len > DLOCK_MAX_NAME_BYTES)
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("lock name must have 1 to %d bytes, not %d",
-						DLOCK_MAX_NAME_BYTES, len)));
+	DlockCheckName(name);
 
 	(void) FenceCheck(DlockGetRelations(fcinfo), name, token, true);
 
