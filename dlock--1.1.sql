@@ -1,0 +1,148 @@
+/* dlock--1.1.sql */
+
+-- complain if script is sourced in psql, rather than via CREATE EXTENSION
+\echo Use "CREATE EXTENSION dlock" to load this file. \quit
+
+-- The leases: the source of truth.  Only dlock's C functions write it.
+CREATE TABLE @extschema@.dlock_lease (
+	name		pg_catalog.text COLLATE pg_catalog."C" NOT NULL,
+	token		pg_catalog.int8 NOT NULL,
+	owner		pg_catalog.text,
+	role		pg_catalog.name NOT NULL,
+	acquired_at	pg_catalog.timestamptz NOT NULL,
+	expires_at	pg_catalog.timestamptz NOT NULL,
+	released_at	pg_catalog.timestamptz,
+	CONSTRAINT dlock_lease_pkey PRIMARY KEY (name)
+) WITH (
+	-- Room on every page for HOT updates: a lease row is updated in place
+	-- on its page and the index is not touched.
+	fillfactor = 70,
+	-- The table is small and hot: vacuum it often rather than in bulk.
+	autovacuum_vacuum_scale_factor = 0.0,
+	autovacuum_vacuum_threshold = 1000,
+	autovacuum_vacuum_cost_delay = 0
+);
+REVOKE ALL ON TABLE @extschema@.dlock_lease FROM PUBLIC;
+COMMENT ON TABLE @extschema@.dlock_lease IS
+	'dlock leases, one row per lock name ever acquired; written only by the dlock functions';
+COMMENT ON COLUMN @extschema@.dlock_lease.name IS 'the lock name, 1 to 255 bytes';
+COMMENT ON COLUMN @extschema@.dlock_lease.token IS 'fencing token of the last acquisition';
+COMMENT ON COLUMN @extschema@.dlock_lease.owner IS 'owner label of the last acquisition; NULL when anonymous';
+COMMENT ON COLUMN @extschema@.dlock_lease.role IS 'the role that made the last acquisition, by name';
+COMMENT ON COLUMN @extschema@.dlock_lease.acquired_at IS 'when the last acquisition happened (server clock)';
+COMMENT ON COLUMN @extschema@.dlock_lease.expires_at IS 'when the lease expires or expired (server clock)';
+COMMENT ON COLUMN @extschema@.dlock_lease.released_at IS 'when the lease was released; NULL if it was not';
+
+-- The fencing token counter: in order across backends, never reused.
+CREATE SEQUENCE @extschema@.dlock_token_seq
+	AS pg_catalog.int8 MINVALUE 1 NO MAXVALUE START 1 CACHE 1 NO CYCLE;
+REVOKE ALL ON SEQUENCE @extschema@.dlock_token_seq FROM PUBLIC;
+COMMENT ON SEQUENCE @extschema@.dlock_token_seq IS
+	'dlock fencing token counter; drawn only by dlock_acquire';
+
+-- Leases and the token counter are dumped by pg_dump and restored with it.
+SELECT pg_catalog.pg_extension_config_dump('@extschema@.dlock_lease', '');
+SELECT pg_catalog.pg_extension_config_dump('@extschema@.dlock_token_seq', '');
+
+CREATE FUNCTION @extschema@.dlock_acquire(
+	name pg_catalog.text,
+	ttl pg_catalog.interval,
+	wait pg_catalog.interval DEFAULT '0',
+	owner pg_catalog.text DEFAULT NULL)
+RETURNS pg_catalog.int8
+AS 'MODULE_PATHNAME', 'dlock_acquire'
+LANGUAGE C VOLATILE CALLED ON NULL INPUT PARALLEL UNSAFE;
+COMMENT ON FUNCTION @extschema@.dlock_acquire(pg_catalog.text, pg_catalog.interval, pg_catalog.interval, pg_catalog.text) IS
+	'take the lease on name for ttl and return a new fencing token, or NULL if it stays busy for wait; an owner renews its own lease and keeps its token';
+
+CREATE FUNCTION @extschema@.dlock_release(
+	name pg_catalog.text,
+	token pg_catalog.int8)
+RETURNS pg_catalog.bool
+AS 'MODULE_PATHNAME', 'dlock_release'
+LANGUAGE C VOLATILE CALLED ON NULL INPUT PARALLEL UNSAFE;
+COMMENT ON FUNCTION @extschema@.dlock_release(pg_catalog.text, pg_catalog.int8) IS
+	'free the lease on name if token holds it; false if the lease had expired or changed hands';
+
+CREATE FUNCTION @extschema@.dlock_renew(
+	name pg_catalog.text,
+	token pg_catalog.int8,
+	ttl pg_catalog.interval)
+RETURNS pg_catalog.bool
+AS 'MODULE_PATHNAME', 'dlock_renew'
+LANGUAGE C VOLATILE CALLED ON NULL INPUT PARALLEL UNSAFE;
+COMMENT ON FUNCTION @extschema@.dlock_renew(pg_catalog.text, pg_catalog.int8, pg_catalog.interval) IS
+	'extend the lease on name to now + ttl if token holds it unexpired';
+
+CREATE FUNCTION @extschema@.dlock_check(
+	name pg_catalog.text,
+	token pg_catalog.int8)
+RETURNS pg_catalog.bool
+AS 'MODULE_PATHNAME', 'dlock_check'
+LANGUAGE C VOLATILE CALLED ON NULL INPUT PARALLEL UNSAFE;
+COMMENT ON FUNCTION @extschema@.dlock_check(pg_catalog.text, pg_catalog.int8) IS
+	'true if token holds the unexpired lease on name; the lease then cannot change hands until this transaction ends';
+
+CREATE FUNCTION @extschema@.dlock_assert(
+	name pg_catalog.text,
+	token pg_catalog.int8)
+RETURNS pg_catalog.void
+AS 'MODULE_PATHNAME', 'dlock_assert'
+LANGUAGE C VOLATILE CALLED ON NULL INPUT PARALLEL UNSAFE;
+COMMENT ON FUNCTION @extschema@.dlock_assert(pg_catalog.text, pg_catalog.int8) IS
+	'like dlock_check, but raise SQLSTATE LK001 (stale fencing token) instead of returning false';
+
+CREATE FUNCTION @extschema@.dlock_fence()
+RETURNS trigger
+AS 'MODULE_PATHNAME', 'dlock_fence'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
+COMMENT ON FUNCTION @extschema@.dlock_fence() IS
+	'BEFORE INSERT OR UPDATE row trigger: dlock_fence(lock, token_column [, ''column'']) rejects rows whose token does not hold the lease (LK001)';
+
+CREATE FUNCTION @extschema@.dlock_cleanup(
+	older_than pg_catalog.interval DEFAULT '1 day',
+	max_rows pg_catalog.int4 DEFAULT 1000)
+RETURNS pg_catalog.int8
+AS 'MODULE_PATHNAME', 'dlock_cleanup'
+LANGUAGE C VOLATILE CALLED ON NULL INPUT PARALLEL UNSAFE;
+REVOKE ALL ON FUNCTION @extschema@.dlock_cleanup(pg_catalog.interval, pg_catalog.int4) FROM PUBLIC;
+COMMENT ON FUNCTION @extschema@.dlock_cleanup(pg_catalog.interval, pg_catalog.int4) IS
+	'delete up to max_rows rows of leases that are not held and were released or expired more than older_than ago; returns how many; future tokens are not lowered';
+
+CREATE VIEW @extschema@.dlock_leases AS
+	SELECT l.name,
+		   l.owner,
+		   l.token,
+		   l.acquired_at,
+		   l.expires_at,
+		   (l.released_at IS NULL AND
+			l.expires_at OPERATOR(pg_catalog.>) pg_catalog.clock_timestamp()) AS held,
+		   l.role,
+		   l.released_at
+	  FROM @extschema@.dlock_lease AS l;
+COMMENT ON VIEW @extschema@.dlock_leases IS
+	'every lock name dlock knows, its last token, and whether it is held now (by the server clock at the moment of the query)';
+COMMENT ON COLUMN @extschema@.dlock_leases.name IS 'the lock name, 1 to 255 bytes';
+COMMENT ON COLUMN @extschema@.dlock_leases.owner IS 'owner label of the last acquisition; NULL when anonymous';
+COMMENT ON COLUMN @extschema@.dlock_leases.token IS 'fencing token of the last acquisition';
+COMMENT ON COLUMN @extschema@.dlock_leases.acquired_at IS 'when the last acquisition happened (server clock)';
+COMMENT ON COLUMN @extschema@.dlock_leases.expires_at IS 'when the lease expires or expired (server clock)';
+COMMENT ON COLUMN @extschema@.dlock_leases.held IS 'true while the lease is unreleased and unexpired at the moment of the query';
+COMMENT ON COLUMN @extschema@.dlock_leases.role IS 'the role that made the last acquisition';
+COMMENT ON COLUMN @extschema@.dlock_leases.released_at IS 'when the lease was released; NULL if it was not';
+GRANT SELECT ON @extschema@.dlock_leases TO PUBLIC;
+
+-- ---------------------------------------------------------------------------
+-- 1.1 additions.  Each section below has a twin in dlock--1.0--1.1.sql; the
+-- upgrade test proves that both paths give the same objects.
+-- ---------------------------------------------------------------------------
+
+-- 1.1: hardening (issue 13)
+
+-- 1.1: fencing (issue 11)
+
+-- 1.1: tokens (issue 12)
+
+-- 1.1: waiting and events (issue 16)
+
+-- 1.1: package (issue 15)
