@@ -91,7 +91,7 @@
 #define Anum_dlock_lease_released_at	7
 #define Natts_dlock_lease				7
 
-/* The relations of the installed extension (dlock.c). */
+/* The relations of the installed extension (relation.c). */
 typedef struct DlockRelations
 {
 	Oid			lease_table;
@@ -117,8 +117,11 @@ typedef struct DlockLease
 extern int	dlock_max_ttl;
 extern int	dlock_max_leases_per_role;
 
-/* dlock.c */
+/* relation.c */
+extern void RelationInit(void);
 extern const DlockRelations *DlockGetRelations(FunctionCallInfo fcinfo);
+
+/* args.c */
 extern void DlockCheckName(text *name);
 extern text *DlockNameArg(FunctionCallInfo fcinfo, int argno);
 extern int64 DlockTokenArg(FunctionCallInfo fcinfo, int argno);
