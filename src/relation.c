@@ -12,6 +12,7 @@
  */
 #include "postgres.h"
 
+#include "access/relation.h"
 #include "access/table.h"
 #include "catalog/namespace.h"
 #include "fmgr.h"
@@ -42,6 +43,15 @@ RelationInit(void)
 	CacheRegisterRelcacheCallback(DlockRelcacheCallback, (Datum) 0);
 }
 
+/* The extension was dropped while one of its functions ran. */
+static void
+DlockExtensionGone(void)
+{
+	ereport(ERROR,
+			(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+			 errmsg("extension \"dlock\" was dropped while a dlock function was running")));
+}
+
 static Oid
 DlockLookupRelation(const char *relname, Oid nspid)
 {
@@ -56,25 +66,39 @@ DlockLookupRelation(const char *relname, Oid nspid)
 	return relid;
 }
 
-/* The C code reads and writes lease rows of exactly Natts_dlock_lease columns. */
-static void
-DlockCheckLeaseTable(Oid relid)
+/*
+ * The shape of the lease table: 1.0's seven columns (holders by name), or
+ * 1.1's, which add role_oid and role_sysid.  A library newer than the
+ * extension's objects keeps working on a 1.0 table until ALTER EXTENSION
+ * UPDATE.
+ */
+static bool
+DlockLeaseTableHasRoleOid(Oid relid)
 {
 	Relation	rel = table_open(relid, AccessShareLock);
-	int			natts = RelationGetDescr(rel)->natts;
+	TupleDesc	desc = RelationGetDescr(rel);
+	int			natts = desc->natts;
+	bool		has_role_oid;
 
+	has_role_oid = natts >= Natts_dlock_lease &&
+		strcmp(NameStr(TupleDescAttr(desc, Anum_dlock_lease_role_oid - 1)->attname),
+			   "role_oid") == 0 &&
+		strcmp(NameStr(TupleDescAttr(desc, Anum_dlock_lease_role_sysid - 1)->attname),
+			   "role_sysid") == 0;
 	table_close(rel, AccessShareLock);
-	if (natts != Natts_dlock_lease)
+	if (natts != Natts_dlock_lease_1_0 && !has_role_oid)
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-				 errmsg("relation \"dlock_lease\" of extension \"dlock\" has %d columns, but this version of the library expects %d",
-						natts, Natts_dlock_lease),
+				 errmsg("relation \"dlock_lease\" of extension \"dlock\" has %d columns, which this version of the library does not expect",
+						natts),
 				 errhint("Run ALTER EXTENSION dlock UPDATE.")));
+	return has_role_oid;
 }
 
 /*
  * The extension's relations, found in the schema of the function that is
- * being called.
+ * being called.  A function whose extension was dropped meanwhile (a waiting
+ * acquire, say) gets a clear error.
  */
 const DlockRelations *
 DlockGetRelations(FunctionCallInfo fcinfo)
@@ -87,14 +111,48 @@ DlockGetRelations(FunctionCallInfo fcinfo)
 			elog(ERROR, "dlock function called without a function OID");
 		nspid = get_func_namespace(fcinfo->flinfo->fn_oid);
 		if (!OidIsValid(nspid))
-			elog(ERROR, "cache lookup failed for function %u",
-				 fcinfo->flinfo->fn_oid);
+			DlockExtensionGone();
 
 		cached_relations.lease_table = DlockLookupRelation("dlock_lease", nspid);
-		DlockCheckLeaseTable(cached_relations.lease_table);
+		cached_relations.has_role_oid =
+			DlockLeaseTableHasRoleOid(cached_relations.lease_table);
 		cached_relations.lease_index = DlockLookupRelation("dlock_lease_pkey", nspid);
 		cached_relations.token_seq = DlockLookupRelation("dlock_token_seq", nspid);
 		cached_relations_valid = true;
 	}
 	return &cached_relations;
+}
+
+/*
+ * Open the lease table with the given lock.  The table may have been dropped
+ * since its OID was looked up (DROP EXTENSION while an acquire waits): that
+ * is a clear error, never a failed internal lookup.
+ */
+Relation
+DlockOpenLeaseTable(const DlockRelations *rels, LOCKMODE mode)
+{
+	Relation	rel = try_relation_open(rels->lease_table, mode);
+
+	if (rel == NULL)
+		DlockExtensionGone();
+	return rel;
+}
+
+/*
+ * The index that finds a lease by name: the table's primary key, as the
+ * relation cache knows it now (REINDEX CONCURRENTLY replaces the index and
+ * its OID).
+ */
+Oid
+DlockLeaseIndex(Relation rel)
+{
+	Oid			indexoid = DlockRelationGetPrimaryKeyIndex(rel);
+
+	if (!OidIsValid(indexoid))
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("relation \"%s\" of extension \"dlock\" has no primary key",
+						RelationGetRelationName(rel)),
+				 errhint("Drop and re-create the extension.")));
+	return indexoid;
 }

@@ -145,7 +145,7 @@ TokenDraw(const DlockRelations *rels)
 		 * floor.  Serialize them, or two backends could both set it to the
 		 * floor and hand out the same token.
 		 */
-		SET_LOCKTAG_ADVISORY(tag, MyDatabaseId, DLOCK_TOKEN_CLASS, 0, 2);
+		SET_LOCKTAG_ADVISORY(tag, MyDatabaseId, 0, 0, DLOCK_LOCKTAG_EPOCH);
 		(void) LockAcquire(&tag, ExclusiveLock, false, false);
 		token = nextval_internal(rels->token_seq, false);
 		if (token <= floor)
