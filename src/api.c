@@ -121,6 +121,8 @@ dlock_acquire(PG_FUNCTION_ARGS)
 
 		MemoryContextReset(pollcxt);
 		now = GetCurrentTimestamp();
+		/* Looked up again: DROP EXTENSION may have come meanwhile. */
+		rels = DlockGetRelations(fcinfo);
 
 		/* The busy path: one index lookup, no lock, no transaction ID. */
 		LeaseFetch(rels, name, &lease);
