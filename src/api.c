@@ -166,6 +166,15 @@ dlock_acquire(PG_FUNCTION_ARGS)
 
 		if (now >= deadline)
 			break;
+
+		/*
+		 * A lease this very transaction holds cannot change hands before it
+		 * ends: waiting for it is waiting for ourselves.  Say busy at once,
+		 * unless it expires before the deadline.
+		 */
+		if (LeaseIsHeld(&lease, now) && lease.mine &&
+			lease.expires_at >= deadline)
+			break;
 		if (!waiting)
 		{
 			/* Shared with other waiters; only a probe blocks it, briefly. */
@@ -316,8 +325,15 @@ dlock_cleanup(PG_FUNCTION_ARGS)
 			LeaseDelete(rels, &lease);
 			deleted++;
 		}
-		else
-			NameLockGiveBack(&tag, DLOCK_LOCK_HANDOVER);
+
+		/*
+		 * Given back even after a delete, so that a cleanup of any size holds
+		 * one name lock at a time (1.0 kept one per row and ran out of shared
+		 * memory).  An acquire of the name meanwhile finds the row being
+		 * deleted and waits for this transaction (LeaseFetchForUpdate).
+		 */
+		NameLockGiveBack(&tag, DLOCK_LOCK_HANDOVER);
+		CHECK_FOR_INTERRUPTS();
 	}
 	PG_RETURN_INT64(deleted);
 }

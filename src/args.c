@@ -149,11 +149,29 @@ IntervalNominalUsecs(const Interval *span)
 }
 
 /*
+ * The longest real time, in microseconds, that a ttl may reach on the
+ * calendar: dlock.max_ttl, plus an hour for a ttl counted in days or months,
+ * whose days may last 25 hours across a daylight-saving change.  Without
+ * this bound a mixed-sign interval ('1200 mons -35999 days': a nominal day)
+ * would reach years ahead.
+ */
+static int64
+DlockTtlRealLimit(const Interval *ttl)
+{
+	int64		limit = (int64) dlock_max_ttl * USECS_PER_SEC;
+
+	if (ttl->month != 0 || ttl->day != 0)
+		limit += USECS_PER_HOUR;
+	return limit;
+}
+
+/*
  * The expiry time now + ttl, after checking that ttl is finite, positive and
  * at most dlock.max_ttl.  The expiry is now + ttl on the calendar, as
  * timestamptz + interval computes it; the limits apply to the ttl's nominal
  * length (24-hour days, 30-day months), so that '1 day' is always allowed
- * under the default maximum of a day, also across a daylight-saving change.
+ * under the default maximum of a day, also across a daylight-saving change,
+ * and to the real time from now to the expiry (DlockTtlRealLimit).
  * A ttl that cannot be added to now at all is out of range.
  */
 TimestampTz
@@ -178,7 +196,8 @@ DlockExpiryArg(FunctionCallInfo fcinfo, int argno, TimestampTz now)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("ttl must be positive")));
-	if (nominal > (DlockWide) dlock_max_ttl * USECS_PER_SEC)
+	if (nominal > (DlockWide) dlock_max_ttl * USECS_PER_SEC ||
+		expires_at - now > DlockTtlRealLimit(ttl))
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("ttl exceeds the maximum of %d seconds", dlock_max_ttl),

@@ -157,6 +157,8 @@ typedef struct DlockLease
 	int64		role_sysid;		/* cluster where role_oid was recorded; 0:
 								 * unknown (a 1.0 row) */
 	bool		for_update;		/* fetched under the table lock for writes */
+	bool		mine;			/* this transaction wrote the row version */
+	TransactionId deleter;		/* another transaction deleting it, if any */
 	TimestampTz acquired_at;
 	TimestampTz expires_at;
 	bool		released;

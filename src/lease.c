@@ -38,6 +38,8 @@
 #include "catalog/pg_authid.h"
 #include "executor/executor.h"
 #include "miscadmin.h"
+#include "storage/lmgr.h"
+#include "storage/procarray.h"
 #include "nodes/execnodes.h"
 #include "nodes/pg_list.h"
 #include "utils/acl.h"
@@ -88,6 +90,21 @@ LeaseFromTuple(Relation rel, HeapTuple tuple, const DlockRelations *rels,
 	}
 	pfree(values);
 	pfree(nulls);
+
+	/* Written by this transaction, or being deleted by another one? */
+	lease->mine = TransactionIdIsCurrentTransactionId(
+		HeapTupleHeaderGetXmin(tuple->t_data));
+	lease->deleter = InvalidTransactionId;
+	if (!(tuple->t_data->t_infomask & HEAP_XMAX_INVALID) &&
+		!HEAP_XMAX_IS_LOCKED_ONLY(tuple->t_data->t_infomask))
+	{
+		TransactionId xmax = HeapTupleHeaderGetUpdateXid(tuple->t_data);
+
+		if (TransactionIdIsValid(xmax) &&
+			!TransactionIdIsCurrentTransactionId(xmax) &&
+			TransactionIdIsInProgress(xmax))
+			lease->deleter = xmax;
+	}
 }
 
 /* Look the lease called name up in rel, opened by the caller. */
@@ -127,13 +144,27 @@ LeaseFetch(const DlockRelations *rels, text *name, DlockLease *lease)
 /*
  * LeaseFetch for a write: the table lock is kept until the transaction
  * ends, so that the row's TID stays valid for LeaseStore and LeaseDelete.
+ * A row that another transaction is deleting (dlock_cleanup gives the name's
+ * lock back after each row) is waited for, then looked up again, so a write
+ * never fails on it.
  */
 void
 LeaseFetchForUpdate(const DlockRelations *rels, text *name, DlockLease *lease)
 {
 	Relation	rel = DlockOpenLeaseTable(rels, RowExclusiveLock);
 
-	LeaseLookup(rels, rel, name, lease);
+	for (;;)
+	{
+		TransactionId deleter;
+		ItemPointerData tid;
+
+		LeaseLookup(rels, rel, name, lease);
+		if (!lease->found || !TransactionIdIsValid(lease->deleter))
+			break;
+		deleter = lease->deleter;
+		tid = lease->tid;
+		XactLockTableWait(deleter, rel, &tid, XLTW_None);
+	}
 	lease->for_update = true;
 	table_close(rel, NoLock);
 }

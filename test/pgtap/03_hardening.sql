@@ -1,5 +1,5 @@
 -- 03_hardening.sql: what other roles and a superuser's DDL can do to a lease
--- (issue 13: findings 2, 4 and 8).
+-- (issue 13: findings 2, 4, 6, 7, 8 and 9).
 --
 -- * Expression and partial indexes, a check constraint and a row-level
 --   security policy on dlock_lease are handled correctly; a trigger is
@@ -17,7 +17,7 @@ BEGIN;
 CREATE EXTENSION IF NOT EXISTS pgtap;
 CREATE EXTENSION dlock;
 
-SELECT plan(39);
+SELECT plan(50);
 
 CREATE ROLE dlock_pgtap_h1 NOLOGIN;
 CREATE ROLE dlock_pgtap_h2 NOLOGIN;
@@ -166,6 +166,48 @@ SELECT throws_ok($$SELECT dlock_renew('pgtap 03 orphan', (SELECT i FROM dlock_pg
 RESET ROLE;
 SELECT is(dlock_release('pgtap 03 orphan', (SELECT i FROM dlock_pgtap_val WHERE k = 'h2')), true,
           'a superuser releases the lease of a dropped holder');
+
+-- ---------------------------------------------------------------------------
+-- Finding 7: dlock.max_ttl bounds the real expiry, whatever the interval
+-- ---------------------------------------------------------------------------
+SELECT throws_ok($$SELECT dlock_acquire('pgtap 03 ttl', interval '1200 mons -35999 days')$$,
+                 '22023', NULL, 'a mixed-sign ttl a nominal day long but 525 days real is refused');
+SELECT throws_ok($$SELECT dlock_acquire('pgtap 03 ttl', interval '2 mons -59 days')$$,
+                 '22023', NULL, 'a ttl of 2 months less 59 days is refused when it reaches past a day');
+SELECT throws_ok($$SELECT dlock_acquire('pgtap 03 ttl', interval '86401 seconds')$$,
+                 '22023', NULL, 'a ttl one second over a day is refused');
+INSERT INTO dlock_pgtap_val VALUES ('t1', dlock_acquire('pgtap 03 ttl', '1 day'));
+SELECT isnt((SELECT i FROM dlock_pgtap_val WHERE k = 't1'), NULL, 'a ttl of 1 day is allowed');
+SELECT throws_ok($$SELECT dlock_renew('pgtap 03 ttl', (SELECT i FROM dlock_pgtap_val WHERE k = 't1'),
+                                      interval '1200 mons -35999 days')$$,
+                 '22023', NULL, 'renew refuses the mixed-sign ttl too');
+SELECT ok((SELECT expires_at <= clock_timestamp() + interval '1 day 1 hour'
+             FROM dlock_leases WHERE name = 'pgtap 03 ttl'), 'the expiry stays within a day');
+
+-- ---------------------------------------------------------------------------
+-- Finding 9: waiting for a lease this transaction holds
+-- ---------------------------------------------------------------------------
+INSERT INTO dlock_pgtap_val VALUES ('w0', (extract(epoch FROM clock_timestamp()) * 1000)::bigint);
+SELECT is(dlock_acquire('pgtap 03 ttl', '1 min', '5 s'), NULL,
+          'an acquire that would wait for a lease its own transaction holds says busy');
+SELECT ok((extract(epoch FROM clock_timestamp()) * 1000)::bigint
+            - (SELECT i FROM dlock_pgtap_val WHERE k = 'w0') < 2000,
+          'and says it at once, not after the wait');
+
+-- ---------------------------------------------------------------------------
+-- Finding 6: a cleanup of any size
+-- ---------------------------------------------------------------------------
+INSERT INTO dlock_lease (name, token, role, acquired_at, expires_at, released_at)
+	SELECT 'pgtap 03 old ' || i, i, current_user, now() - interval '3 days',
+		   now() - interval '2 days', NULL
+	  FROM generate_series(1, 20000) AS i;
+SELECT is(dlock_cleanup('1 day', 30000), 20000::bigint, 'one call cleans 20,000 expired rows');
+SELECT cmp_ok((SELECT count(*)::int FROM pg_catalog.pg_locks
+                WHERE locktype = 'advisory' AND objsubid = 17484
+                  AND pid = pg_catalog.pg_backend_pid()), '<', 20,
+              'and keeps no lock per row');
+SELECT lives_ok($$SELECT pg_advisory_xact_lock(i) FROM generate_series(1, 100) AS i$$,
+                'advisory locks can still be taken after it');
 
 SELECT * FROM finish();
 ROLLBACK;
