@@ -80,7 +80,9 @@ CheckHolderRole(const DlockLease *lease, text *name, const char *action)
 /*
  * dlock_acquire(name, ttl, wait, owner): a new token if the lease was free,
  * the same token if owner renews its own lease, NULL if still busy after
- * waiting up to wait.
+ * waiting up to wait.  Longer than most on purpose: the decisions of one
+ * poll (renew, hand over, queue behind waiters, give up, sleep) share that
+ * poll's state and locks, and read best in one place.
  */
 Datum
 dlock_acquire(PG_FUNCTION_ARGS)
