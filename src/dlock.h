@@ -62,7 +62,8 @@
  *	  row.
  *
  * 4. The epoch key (ExclusiveLock), only by the first draws of a token on a
- *	  new timeline (token.c), kept until the transaction ends.
+ *	  new timeline (token.c), given back as soon as the counter is moved, so
+ *	  it never closes a deadlock with later calls of the transaction.
  *
  * 5. The table @extschema@.dlock_lease: a read that only looks (the busy
  *	  path, a check) takes AccessShareLock and gives it back at once; a read

@@ -153,6 +153,14 @@ TokenDraw(const DlockRelations *rels)
 			TokenRaiseTo(rels->token_seq, floor);
 			token = nextval_internal(rels->token_seq, false);
 		}
+
+		/*
+		 * Given back at once: the counter moves outside transactions, so the
+		 * next drawer sees it above the floor already.  Kept until the end of
+		 * the transaction, it could close a deadlock with a release or renew
+		 * of another name later in this transaction.
+		 */
+		LockRelease(&tag, ExclusiveLock, false);
 	}
 
 	/*
