@@ -2,7 +2,22 @@
  *
  * compat.h
  *		Every difference between the supported PostgreSQL major versions
- *		(14 to 17) that dlock has to care about, in one place.
+ *		(14 to 18) that dlock has to care about, in one place.  No other
+ *		file tests PG_VERSION_NUM.
+ *
+ *		How each branch was checked: 14.13, 15 (Debian's) and 18.3 are
+ *		built with -Wall -Wextra -Werror and run through every test suite
+ *		("make check" and "make check-versions").  16 and 17 cannot be
+ *		built here; each branch that changes at 16 or 17 was checked by
+ *		reading their sources (postgres/postgres, REL_16_STABLE and
+ *		REL_17_STABLE) and release notes:
+ *		- varatt.h: split off from postgres.h in 16 (postgres.h no longer
+ *		  declares the varlena macros from 16 on; some other headers still
+ *		  pull it in, which is why 15 and most of 18 compile without it).
+ *		- INTERVAL_NOT_FINITE: infinite intervals arrive in 17
+ *		  (utils/timestamp.h / datatype/timestamp.h of REL_17_STABLE).
+ *		The 15 branches (GetWALInsertionTimeLine, MarkGUCPrefixReserved)
+ *		are covered by the 14 and 15 builds.
  *
  *-------------------------------------------------------------------------
  */
@@ -16,6 +31,14 @@
 
 #if PG_VERSION_NUM < 140000
 #error "dlock requires PostgreSQL 14 or later"
+#endif
+
+/*
+ * The varlena macros (VARDATA_ANY, VARSIZE_ANY_EXHDR, ...) live in varatt.h
+ * from PostgreSQL 16 on; before, postgres.h declares them.
+ */
+#if PG_VERSION_NUM >= 160000
+#include "varatt.h"
 #endif
 
 /* Infinite intervals exist from PostgreSQL 17 on. */
