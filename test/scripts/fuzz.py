@@ -502,7 +502,15 @@ def exp_ttl(e, v, ctx):
         real = v.t + v.d * USECS_PER_DAY
     else:
         real = ctx.calendar(v)      # None: the server cannot add it to now
-    nominal = v.approx() if isinstance(v, Iv) else real
+    if isinstance(v, Iv):
+        nominal = v.approx()
+    else:
+        # A literal's nominal length from its parts as the server parses
+        # them (its real length differs: "1 mon -29 days" is 1 day nominal,
+        # 2 days of calendar from a 31-day month).
+        nominal = ctx.nominal(v)
+        if nominal is None:
+            nominal = real
     e.ttl_real = real
     e.ttl_nominal = nominal
     if real is None or real <= 0 or nominal is None or nominal <= 0 or \
@@ -773,6 +781,7 @@ $$;
 class Ctx:
     def __init__(self):
         self.calendar = None
+        self.nominal = None
         self.txn = "auto"
         self.role = False
         self.max_ttl = 86400
@@ -1078,6 +1087,23 @@ def main():
                 return None
             return int(x) if x is not None and math.isfinite(x) else None
         ctx.calendar = calendar
+
+        def nominal(v):
+            # months, days and microseconds of an interval literal, as 24-hour
+            # days and 30-day months; None if it is infinite or unparseable.
+            try:
+                m, d, t = obs.execute(
+                    "SELECT extract(year FROM i) * 12 + extract(month FROM i),"
+                    "       extract(day FROM i),"
+                    "       (extract(hour FROM i) * 3600 + extract(minute FROM i) * 60)"
+                    "       * 1000000 + extract(microseconds FROM i)"
+                    "  FROM (SELECT %s::interval AS i) AS s", (v,)).fetchone()
+            except psycopg.Error:
+                return None
+            if not all(x is not None and math.isfinite(x) for x in (m, d, t)):
+                return None
+            return Iv(int(m), int(d), int(t)).approx()
+        ctx.nominal = nominal
 
         def month_days(m):
             try:
