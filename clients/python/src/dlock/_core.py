@@ -158,7 +158,7 @@ class LeaseBase:
         """Why the lease was lost, or None."""
         with self._lock:
             if self._lost_reason is None and not self._ended and time.monotonic() >= self._deadline:
-                return "its deadline passed without a renewal"
+                return "not renewed before its deadline"
             return self._lost_reason
 
     def remaining(self) -> float:
@@ -256,6 +256,12 @@ def _describe(e: BaseException) -> str:
     return f"{type(e).__name__}: {text[0] if text else ''}".rstrip(": ")
 
 
+def _stopped(lease: LeaseBase) -> None:
+    """Asked to stop: a lease past its deadline by then is lost all the same."""
+    if time.monotonic() >= lease._deadline:
+        lease._mark_lost("not renewed before its deadline")
+
+
 def renew_loop(lease: LeaseBase) -> Step[None]:
     """Renew at a third of the TTL until asked to stop, or until lost.
 
@@ -267,7 +273,7 @@ def renew_loop(lease: LeaseBase) -> Step[None]:
     retry = min(max(lease._ttl / 10, 0.02), 1.0)
     while True:
         if (yield Sleep(max(0.0, lease._sent + every - time.monotonic()))):
-            return
+            return _stopped(lease)
         why = "no answer from the server"
         while True:
             left = lease._deadline - time.monotonic()
@@ -281,7 +287,7 @@ def renew_loop(lease: LeaseBase) -> Step[None]:
                 log.info('renewal of lease "%s" failed, retrying: %s', lease.name, why)
                 pause = min(retry, max(0.0, lease._deadline - time.monotonic()))
                 if (yield Sleep(pause)):
-                    return
+                    return _stopped(lease)
                 continue
             (row, _), (expiry, sent) = results
             if not _renewed(lease, row):
@@ -299,7 +305,15 @@ def release(lease: LeaseBase, propagating: bool) -> Step[None]:
         return  # released already
     if lease._lost_reason is None:
         try:
-            results = yield Execute(((RELEASE_SQL, (lease.name, lease.token)),))
+            try:
+                results = yield Execute(((RELEASE_SQL, (lease.name, lease.token)),))
+            except psycopg.OperationalError as e:
+                # The connection broke (a restart, a failover, a cut): once
+                # more on a new one.  Had the first attempt committed, this
+                # one says false, and the caller hears LeaseLost: never the
+                # other way round.
+                log.info('release of lease "%s" failed, retrying: %s', lease.name, _describe(e))
+                results = yield Execute(((RELEASE_SQL, (lease.name, lease.token)),))
         except Exception:
             if not propagating:
                 raise

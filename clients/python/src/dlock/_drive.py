@@ -108,20 +108,23 @@ class SyncExecutor:
         return self.stop.wait(op.seconds)
 
     def _execute(self, op: Execute) -> Results:
-        if self.conn is None or self.conn.closed:
-            self.conn = psycopg.connect(self.conninfo, autocommit=True)
+        if self.owned:
+            if self.conn is None or self.conn.closed:
+                self.conn = psycopg.connect(self.conninfo, autocommit=True)
+            try:
+                return _run_statements(self.conn, op)
+            except psycopg.OperationalError:
+                self.close()  # reopened by the next statement
+                raise
         conn = self.conn
-        if conn.info.transaction_status != pq.TransactionStatus.IDLE:
-            # The application left a transaction open (or failed) on its
-            # connection: never commit a lease statement inside it.
+        assert conn is not None
+        if conn.closed or conn.broken or conn.info.transaction_status != pq.TransactionStatus.IDLE:
+            # The application's connection is gone, or it left a transaction
+            # open there (or failed in one): never commit a lease statement
+            # inside the application's transaction.
             with psycopg.connect(self.conninfo, autocommit=True) as other:
                 return _run_statements(other, op)
-        try:
-            return _run_statements(conn, op)
-        except psycopg.OperationalError:
-            if self.owned:
-                self.close()
-            raise
+        return _run_statements(conn, op)
 
     def close(self) -> None:
         if self.owned and self.conn is not None:
@@ -165,18 +168,20 @@ class AsyncExecutor:
         return True
 
     async def _execute(self, op: Execute) -> Results:
-        if self.conn is None or self.conn.closed:
-            self.conn = await psycopg.AsyncConnection.connect(self.conninfo, autocommit=True)
+        if self.owned:
+            if self.conn is None or self.conn.closed:
+                self.conn = await psycopg.AsyncConnection.connect(self.conninfo, autocommit=True)
+            try:
+                return await _arun_statements(self.conn, op)
+            except (psycopg.OperationalError, asyncio.CancelledError):
+                await self.close()  # reopened by the next statement
+                raise
         conn = self.conn
-        if conn.info.transaction_status != pq.TransactionStatus.IDLE:
+        assert conn is not None
+        if conn.closed or conn.broken or conn.info.transaction_status != pq.TransactionStatus.IDLE:
             async with await psycopg.AsyncConnection.connect(self.conninfo, autocommit=True) as other:
                 return await _arun_statements(other, op)
-        try:
-            return await _arun_statements(conn, op)
-        except (psycopg.OperationalError, asyncio.CancelledError):
-            if self.owned:
-                await self.close()
-            raise
+        return await _arun_statements(conn, op)
 
     async def close(self) -> None:
         if self.owned and self.conn is not None:
