@@ -41,7 +41,7 @@ def admin() -> Iterator["psycopg.Connection[Any]"]:
 
 @pytest.fixture
 def name(request: pytest.FixtureRequest) -> str:
-    return f"py:{request.node.name}"
+    return f"py:{request.node.nodeid}"
 
 
 @pytest.fixture

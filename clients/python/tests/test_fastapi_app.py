@@ -16,8 +16,10 @@ from httpx import Response
 
 from _proxy import wait_for
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
-                                "..", "..", "..", "examples"))
+# The repository's examples/, or where DLOCK_EXAMPLES says (the test script
+# runs a copy of these tests).
+sys.path.insert(0, os.environ.get("DLOCK_EXAMPLES") or os.path.join(
+    os.path.dirname(os.path.abspath(__file__)), "..", "..", "..", "examples"))
 import fastapi_app  # noqa: E402
 
 Conn = "psycopg.Connection[Any]"
