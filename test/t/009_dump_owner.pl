@@ -113,7 +113,7 @@ sql($src, 'postgres', 'ALTER DATABASE app OWNER TO new_owner');
 $src->command_ok(
 	[ 'pg_dump', '-U', 'new_owner', '-f', "$tmp/new_owner.sql", '-d', $src->connstr('app') ],
 	'after ALTER DATABASE ... OWNER TO, the new owner dumps it');
-$src->command_fails_like(
+command_fails_like(
 	[ 'pg_dump', '-U', 'app_owner', '-f', "$tmp/old_owner.sql", '-d', $src->connstr('app') ],
 	qr/permission denied for (table|sequence) dlock_/,
 	'and the former owner no longer can read dlock\'s tables');
