@@ -115,7 +115,7 @@ $src->command_ok(
 	'after ALTER DATABASE ... OWNER TO, the new owner dumps it');
 command_fails_like(
 	[ 'pg_dump', '-U', 'app_owner', '-f', "$tmp/old_owner.sql", '-d', $src->connstr('app') ],
-	qr/permission denied for (table|sequence) dlock_/,
+	qr/permission denied for (table|sequence) dlock_|lack SELECT privilege on the sequence/,
 	'and the former owner no longer can read dlock\'s tables');
 sql($src, 'postgres', 'ALTER DATABASE app OWNER TO app_owner');
 
