@@ -81,8 +81,11 @@ CheckHolderRole(const DlockLease *lease, text *name, const char *action)
 		return;
 	ereport(ERROR,
 			(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
-			 errmsg("permission denied to %s lock \"%s\"",
-					action, text_to_cstring(name)),
+			 strcmp(action, "release") == 0 ?
+			 errmsg("permission denied to release lock \"%s\"",
+					text_to_cstring(name)) :
+			 errmsg("permission denied to renew lock \"%s\"",
+					text_to_cstring(name)),
 			 errdetail("The lease is held by role \"%s\".",
 					   NameStr(lease->role))));
 }
@@ -295,12 +298,12 @@ dlock_cleanup(PG_FUNCTION_ARGS)
 	if (PG_ARGISNULL(1))
 		ereport(ERROR,
 				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
-				 errmsg("max_rows must not be null")));
+				 errmsg("argument \"max_rows\" must not be null")));
 	max_rows = PG_GETARG_INT32(1);
 	if (max_rows < 1)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("max_rows must be at least 1")));
+				 errmsg("argument \"max_rows\" must be at least 1")));
 	PreventCommandIfReadOnly("dlock_cleanup()");
 
 	rels = DlockGetRelations(fcinfo);
