@@ -2,14 +2,14 @@
 # test/scripts/dlock_run.sh: dlock-run, flock(1) for a fleet, end to end.
 #
 # test/run ("make check") runs this as the unprivileged test user, in the
-# scratch copy of the repository where "make" has built tools/dlock-run,
+# scratch copy of the repository where "make" has built bin/dlock-run,
 # with PGHOST, PGPORT, PGUSER and PGDATABASE set for a throwaway cluster and
 # PostgreSQL's bindir on PATH.  It creates and drops its own databases,
 # prints TAP, takes about 20 seconds, and exits non-zero on any failure.
 set -uo pipefail
 
 top=$(cd "$(dirname "$0")/../.." && pwd)
-RUN=$top/tools/dlock-run
+RUN=$top/bin/dlock-run
 if [ ! -x "$RUN" ]; then
 	echo "Bail out! $RUN is not built (run make first)"
 	exit 1
