@@ -140,6 +140,9 @@ ConnectTimeout(PGconn *c, double deadline)
  * Connect: open a connection, waiting until deadline at most.  On failure
  * returns NULL with *errmsg set (malloc'd).  If interruptible, a signal
  * that interrupts dlock-run ends the attempt too.
+ *
+ * A little over 60 lines: the PQconnectPoll loop (which also walks the
+ * hosts of a multi-host connection string) reads best in one piece.
  */
 static PGconn *
 Connect(double deadline, bool interruptible, char **errmsg)
