@@ -357,6 +357,15 @@ kill -KILL "$p"
 wait "$p" 2>/dev/null
 check "SIGKILL to dlock-run: its command does not run on" gone "$(cat "$work/k9.pid")" 3
 
+# ... even a command that ignores SIGTERM: it gets SIGKILL (PR_SET_PDEATHSIG).
+start_bg "$work/k9t.out" "$work/k9t.err" \
+	"$RUN" --name k9t --ttl 10s -- sh -c 'trap "" TERM; echo $$ >"$0"; while :; do sleep 0.1; done' "$work/k9t.pid"
+p=$bg
+await "$work/k9t.pid" 10
+kill -KILL "$p"
+wait "$p" 2>/dev/null
+check "SIGKILL to dlock-run: a command that ignores SIGTERM gets SIGKILL" gone "$(cat "$work/k9t.pid")" 3
+
 # ---------------------------------------------------------------------------
 # The lease lost while the command runs
 # ---------------------------------------------------------------------------
