@@ -32,6 +32,7 @@ SELECT set_eq(
           'function dlock_assert(text,bigint)',
           'function dlock_fence()',
           'function dlock_cleanup(interval,integer)',
+          'function dlock_resolve_holder(name,oid,bigint)',
           'table dlock_lease',
           'sequence dlock_token_seq',
           'view dlock_leases']
@@ -41,7 +42,7 @@ SELECT set_eq(
             THEN ARRAY['type dlock_lease', 'type dlock_lease[]',
                        'type dlock_leases', 'type dlock_leases[]']
             ELSE '{}'::pg_catalog.text[] END,
-    'extension dlock owns exactly its seven functions, the table, the sequence and the view');
+    'extension dlock owns exactly its functions, the table, the sequence and the view');
 SELECT ok((SELECT e.extconfig @> ARRAY[to_regclass('dlock_lease')::pg_catalog.oid,
                                        to_regclass('dlock_token_seq')::pg_catalog.oid]
              FROM pg_catalog.pg_extension AS e WHERE e.extname = 'dlock'),
