@@ -91,7 +91,21 @@ installcheck-pgtap:
 
 installcheck: installcheck-pgtap
 
-# dlock-run, the command-line client (libpq).
-include tools/dlock-run.mk
+# dlock-run, the command-line client, has its own Makefile in bin/.
+.PHONY: all-bin install-bin-dir uninstall-bin-dir clean-bin-dir install-links uninstall-links
+all: all-bin
+all-bin:
+	$(MAKE) -C bin PG_CONFIG=$(PG_CONFIG) all
+install: install-bin-dir
+install-bin-dir:
+	$(MAKE) -C bin PG_CONFIG=$(PG_CONFIG) install
+uninstall: uninstall-bin-dir
+uninstall-bin-dir:
+	$(MAKE) -C bin PG_CONFIG=$(PG_CONFIG) uninstall
+clean: clean-bin-dir
+clean-bin-dir:
+	$(MAKE) -C bin PG_CONFIG=$(PG_CONFIG) clean
+install-links uninstall-links:
+	$(MAKE) -C bin PG_CONFIG=$(PG_CONFIG) $@
 
 endif

@@ -2,14 +2,14 @@
 # test/scripts/dlock_run.sh: dlock-run, flock(1) for a fleet, end to end.
 #
 # test/run ("make check") runs this as the unprivileged test user, in the
-# scratch copy of the repository where "make" has built tools/dlock-run,
+# scratch copy of the repository where "make" has built bin/dlock-run,
 # with PGHOST, PGPORT, PGUSER and PGDATABASE set for a throwaway cluster and
 # PostgreSQL's bindir on PATH.  It creates and drops its own databases,
 # prints TAP, takes about 20 seconds, and exits non-zero on any failure.
 set -uo pipefail
 
 top=$(cd "$(dirname "$0")/../.." && pwd)
-RUN=$top/tools/dlock-run
+RUN=${DLOCK_RUN:-$top/bin/dlock-run}
 if [ ! -x "$RUN" ]; then
 	echo "Bail out! $RUN is not built (run make first)"
 	exit 1
@@ -105,6 +105,24 @@ gone() {
 		((tenths-- > 0)) || return 1
 		sleep 0.1
 	done
+}
+
+# group_gone PGID SECONDS: no process is left in process group PGID (the
+# command leads its own group) within SECONDS.
+group_gone() {
+	local tenths=$(($2 * 10)) left
+	for (( ; ; )); do
+		left=$(ps -e -o pgid=,stat= | awk -v g="$1" '$1 == g && $2 !~ /^Z/' | wc -l)
+		[ "$left" -eq 0 ] && return 0
+		((tenths-- > 0)) || return 1
+		sleep 0.1
+	done
+}
+
+# steal NAME: release the lease with its holder's token and take it for 30 s.
+steal() {
+	q -c "SELECT dlock_release('$1', token) FROM dlock_leases WHERE name = '$1'" \
+		-c "SELECT dlock_acquire('$1', '30s')" >/dev/null
 }
 
 # held NAME: t or f, from dlock_leases.
@@ -339,6 +357,15 @@ kill -KILL "$p"
 wait "$p" 2>/dev/null
 check "SIGKILL to dlock-run: its command does not run on" gone "$(cat "$work/k9.pid")" 3
 
+# ... even a command that ignores SIGTERM: it gets SIGKILL (PR_SET_PDEATHSIG).
+start_bg "$work/k9t.out" "$work/k9t.err" \
+	"$RUN" --name k9t --ttl 10s -- sh -c 'trap "" TERM; echo $$ >"$0"; while :; do sleep 0.1; done' "$work/k9t.pid"
+p=$bg
+await "$work/k9t.pid" 10
+kill -KILL "$p"
+wait "$p" 2>/dev/null
+check "SIGKILL to dlock-run: a command that ignores SIGTERM gets SIGKILL" gone "$(cat "$work/k9t.pid")" 3
+
 # ---------------------------------------------------------------------------
 # The lease lost while the command runs
 # ---------------------------------------------------------------------------
@@ -397,7 +424,7 @@ psql -X -q -d postgres -c "ALTER DATABASE $DB ALLOW_CONNECTIONS true" >/dev/null
 is "$rc" 70 "database unreachable past the TTL: exit 70"
 check "database unreachable: gave up within the TTL" test $((t1 - t0)) -lt 2500000
 check "database unreachable: the command was killed" gone "$(cat "$work/down.pid")" 2
-if grep -q 'could not renew' "$work/down.err" && grep -q 'no renewal succeeded before the lease expired' "$work/down.err"; then
+if grep -q 'could not renew' "$work/down.err" && grep -q 'no renewal succeeded before its deadline' "$work/down.err"; then
 	ok "database unreachable: reported on stderr"
 else
 	not_ok "database unreachable: reported on stderr" "$(cat "$work/down.err")"
@@ -457,6 +484,143 @@ q -c "SELECT dlock_release('fg', token) FROM dlock_leases WHERE name = 'fg'" >/d
 reap "$p"
 is "$rc" 70 "--foreground: lease lost, exit 70"
 check "--foreground: the command was killed" gone "$(cat "$work/fg.pid")" 2
+
+
+# ---------------------------------------------------------------------------
+# Failing closed: stalls, pipes, closed descriptors, signals
+# ---------------------------------------------------------------------------
+
+# Stalled past the TTL (SIGSTOP); another runner takes the lease; the
+# command finishes during the stall.  After SIGCONT: exit 70, not 0.
+start_bg "$work/stall2.out" "$work/stall2.err" \
+	"$RUN" --name stall2 --ttl 1s -- sh -c 'echo $$ >"$0"; sleep 1.5' "$work/stall2.pid"
+p=$bg
+await "$work/stall2.pid" 10
+kill -STOP "$p"
+"$RUN" --name stall2 --ttl 5s --wait 5s -- touch "$work/stall2.second"
+rc2=$?
+gone "$(cat "$work/stall2.pid")" 5
+sleep 0.3
+kill -CONT "$p"
+reap "$p"
+is "$rc2|$rc" "0|70" "stalled past the TTL, taken over, the command finished during the stall: exit 70"
+if grep -q 'lost the lease on "stall2"' "$work/stall2.err"; then
+	ok "stalled past the TTL: the lost lease is reported"
+else
+	not_ok "stalled past the TTL: the lost lease is reported" "$(cat "$work/stall2.err")"
+fi
+check "stalled past the TTL: no process left in the command's group" group_gone "$(cat "$work/stall2.pid")" 2
+
+# A stall shorter than the deadline: the lease is confirmed with the server
+# at once, the command runs on and its status is dlock-run's.
+start_bg "$work/nap.out" "$work/nap.err" \
+	"$RUN" --name nap --ttl 30s -- sh -c 'touch "$0"; sleep 3' "$work/nap.started"
+p=$bg
+await "$work/nap.started" 10
+kill -STOP "$p"
+sleep 2
+kill -CONT "$p"
+reap "$p"
+is "$rc" 0 "a stall within the deadline: the command's own status"
+grep -q 'stalled for' "$work/nap.err"
+check "a stall within the deadline: noticed and confirmed with the server" test $? -eq 0
+
+# --renew-every 0: the command is stopped when the TTL runs out (just
+# before: when it gets SIGTERM, the server still shows the lease held).
+cat >"$work/norenew.sh" <<'EOF'
+#!/bin/sh
+echo $$ >"$1"
+trap 'psql -X -A -t -c "SELECT held FROM dlock_leases WHERE name = '"'norenew'"'" >"$1.held"; exit 1' TERM
+sleep 30 &
+wait
+EOF
+chmod +x "$work/norenew.sh"
+"$RUN" --name norenew --ttl 4s --renew-every 0 -- "$work/norenew.sh" "$work/norenew.pid" 2>"$work/norenew.err"
+rc=$?
+is "$rc" 70 "--renew-every 0 and a command that outlives the TTL: exit 70"
+is "$(cat "$work/norenew.pid.held" 2>/dev/null)" t "--renew-every 0: the command was stopped before the TTL ran out on the server"
+check "--renew-every 0: no process left in the command's group" group_gone "$(cat "$work/norenew.pid")" 2
+grep -q 'TTL ran out' "$work/norenew.err"
+check "--renew-every 0: reported on stderr" test $? -eq 0
+"$RUN" --name norenew2 --ttl 3s --renew-every 0 -- sh -c 'sleep 0.5'
+is "$?" 0 "--renew-every 0 and a command that ends within the TTL: its own status"
+
+# stderr is a pipe whose reader has gone; the lease is taken over; the
+# command ignores SIGTERM.  Exit 70, not 141; the command killed after -k.
+mkfifo "$work/errpipe"
+cat "$work/errpipe" >/dev/null &
+reader=$!
+"$RUN" -v --name pipe --ttl 2s -k 1s -- sh -c 'trap "" TERM; echo $$ >"$0"; exec sleep 30' \
+	"$work/pipe.pid" >/dev/null 2>"$work/errpipe" &
+p=$!
+pids+=("$p")
+await "$work/pipe.pid" 10
+kill "$reader"
+wait "$reader" 2>/dev/null
+steal pipe
+t0=$(clock_us)
+reap "$p"
+t1=$(clock_us)
+is "$rc" 70 "stderr a pipe without a reader, lease taken over: exit 70 (not 141)"
+check "stderr without a reader: the command that ignores SIGTERM was killed after -k" \
+	test $((t1 - t0)) -ge 900000 -a $((t1 - t0)) -lt 4000000
+check "stderr without a reader: no process left in the command's group" group_gone "$(cat "$work/pipe.pid")" 2
+
+# stderr (and stdout) closed, with -v: the command runs.
+"$RUN" -v --name closed --ttl 5s -- sh -c 'echo ran >"$0"' "$work/closed.ran" 2>&-
+is "$?" 0 "stderr closed with -v: exit 0"
+check "stderr closed with -v: the command ran" test -e "$work/closed.ran"
+"$RUN" -v --name closed --ttl 5s -- sh -c 'echo ran >"$0"' "$work/closed2.ran" >&- 2>&-
+is "$?" 0 "stdout and stderr closed with -v: exit 0"
+check "stdout and stderr closed with -v: the command ran" test -e "$work/closed2.ran"
+"$RUN" -v --name closed --ttl 2s -- sh -c 'echo $$ >"$0"; exec sleep 30' "$work/closed3.pid" >&- 2>&- &
+p=$!
+pids+=("$p")
+await "$work/closed3.pid" 10
+steal closed
+reap "$p"
+is "$rc" 70 "stderr closed, lease taken over: exit 70"
+check "stderr closed, lease taken over: no process left" group_gone "$(cat "$work/closed3.pid")" 2
+
+# Every forwarded signal reaches the command.
+for sig in HUP QUIT; do
+	start_bg "$work/fw$sig.out" "$work/fw$sig.err" env --default-signal=$sig \
+		"$RUN" --name "fw$sig" --ttl 10s -- sh -c '
+			trap "echo got >\"$0.got\"; exit 9" '"$sig"'
+			echo $$ >"$0"; sleep 30 & wait' "$work/fw$sig.pid"
+	p=$bg
+	await "$work/fw$sig.pid" 10
+	kill -"$sig" "$p"
+	reap "$p"
+	is "$rc" 9 "SIG$sig is forwarded: the command's trap ran and its status is dlock-run's"
+	check "SIG$sig is forwarded: no process left in the command's group" \
+		group_gone "$(cat "$work/fw$sig.pid")" 2
+	is "$(held "fw$sig")" f "SIG$sig is forwarded: the lease is released"
+done
+
+# The lease taken over while the command runs, before any renewal: the
+# release says false, and the exit status is 70 although the command succeeded.
+start_bg "$work/late.out" "$work/late.err" \
+	"$RUN" --name late --ttl 30s -- sh -c 'touch "$0"; sleep 1' "$work/late.started"
+p=$bg
+await "$work/late.started" 10
+steal late
+reap "$p"
+is "$rc" 70 "the lease taken over before the release: exit 70 though the command exited 0"
+grep -q 'was lost before the command ended' "$work/late.err"
+check "the lease taken over before the release: reported on stderr" test $? -eq 0
+
+# The exit statuses are documented where users look.
+out=$("$RUN" --help)
+case $out in *"70 "*"lost"*"75 "*"busy"*"64 "*"usage"*"69 "*) ok "--help lists the exit statuses" ;;
+	*) not_ok "--help lists the exit statuses" "$out" ;; esac
+if command -v man >/dev/null; then
+	out=$(MANWIDTH=80 MANPAGER=cat man -l "$top/bin/dlock-run.1" 2>&1)
+	case $out in *"EXIT STATUS"*"70"*"75"*"64"*"69"*) ok "the man page renders, with the exit statuses" ;;
+		*) not_ok "the man page renders, with the exit statuses" "$out" ;; esac
+else
+	ok "the man page renders # SKIP man is not installed"
+fi
 
 # ---------------------------------------------------------------------------
 # dlock installed in another schema

@@ -1,0 +1,562 @@
+/*-------------------------------------------------------------------------
+ *
+ * conn.c
+ *		dlock-run's connection to the server, and the statements it sends
+ *
+ * One connection, opened asynchronously so that waiting for it goes
+ * through WaitEvent (signals are handled, deadlines hold).  Every option a
+ * user gives (-d, -h, -p, -U and the libpq environment) is passed on each
+ * (re)connect, so a multi-host connection string with
+ * target_session_attrs=read-write reaches whichever server is the primary
+ * now: that is how a renewal follows a failover.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "dlock-run.h"
+
+PGconn	   *conn = NULL;
+
+/* durations in seconds, as the server read them */
+double		ttl_secs;
+double		wait_secs;
+double		renew_secs;
+double		kill_secs;
+
+/* the statements that call dlock (see BuildQueries) */
+static char sql_acquire[1024];
+static char sql_renew[1024];
+static char sql_release[1024];
+static char sql_remaining[1024];
+
+/*
+ * Now: seconds on CLOCK_BOOTTIME, which (unlike CLOCK_MONOTONIC) keeps
+ * counting while the machine is suspended.  Every deadline uses it.
+ */
+double
+Now(void)
+{
+	struct timespec ts;
+
+#ifdef CLOCK_BOOTTIME
+	if (clock_gettime(CLOCK_BOOTTIME, &ts) != 0)
+#endif
+		clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double) ts.tv_sec + (double) ts.tv_nsec / 1e9;
+}
+
+/*
+ * WallNow: seconds on the wall clock, only to notice a stall that stopped
+ * CLOCK_BOOTTIME too (a paused virtual machine whose clock is set right
+ * afterwards).
+ */
+double
+WallNow(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (double) ts.tv_sec + (double) ts.tv_nsec / 1e9;
+}
+
+/*
+ * Earliest: the earlier of two deadlines, NO_DEADLINE being the latest.
+ */
+double
+Earliest(double a, double b)
+{
+	if (a < 0)
+		return b;
+	if (b < 0)
+		return a;
+	return a < b ? a : b;
+}
+
+/*
+ * ConnectStart: start connecting with the user's options; the order of
+ * psql: a connection string in -d overrides -h, -p, -U.
+ */
+static PGconn *
+ConnectStart(void)
+{
+	const char *keywords[8];
+	const char *values[8];
+	int			n = 0;
+
+	if (opts.host)
+	{
+		keywords[n] = "host";
+		values[n++] = opts.host;
+	}
+	if (opts.port)
+	{
+		keywords[n] = "port";
+		values[n++] = opts.port;
+	}
+	if (opts.user)
+	{
+		keywords[n] = "user";
+		values[n++] = opts.user;
+	}
+	if (opts.dbname)
+	{
+		keywords[n] = "dbname";
+		values[n++] = opts.dbname;
+	}
+	keywords[n] = "fallback_application_name";
+	values[n++] = progname;
+	keywords[n] = NULL;
+	values[n] = NULL;
+	return PQconnectStartParams(keywords, values, 1);
+}
+
+/*
+ * ConnectTimeout: the deadline, shortened by connect_timeout (or
+ * PGCONNECT_TIMEOUT), which libpq leaves to us when connecting
+ * asynchronously.  As in libpq, it counts for each host.
+ */
+static double
+ConnectTimeout(PGconn *c, double deadline)
+{
+	PQconninfoOption *info = PQconninfo(c);
+	PQconninfoOption *o;
+
+	for (o = info; o != NULL && o->keyword != NULL; o++)
+	{
+		if (strcmp(o->keyword, "connect_timeout") == 0 && o->val != NULL &&
+			atoi(o->val) > 0)
+			deadline = Earliest(deadline, Now() + atoi(o->val));
+	}
+	PQconninfoFree(info);
+	return deadline;
+}
+
+/*
+ * Connect: open a connection, waiting until deadline at most.  On failure
+ * returns NULL with *errmsg set (malloc'd).  If interruptible, a signal
+ * that interrupts dlock-run ends the attempt too.
+ *
+ * A little over 60 lines: the PQconnectPoll loop (which also walks the
+ * hosts of a multi-host connection string) reads best in one piece.
+ */
+static PGconn *
+Connect(double deadline, bool interruptible, char **errmsg)
+{
+	PGconn	   *c;
+	PostgresPollingStatusType status = PGRES_POLLING_WRITING;
+	double		until;
+
+	*errmsg = NULL;
+	c = ConnectStart();
+	if (c == NULL)
+	{
+		*errmsg = CopyMessage("out of memory");
+		return NULL;
+	}
+	until = ConnectTimeout(c, deadline);
+
+	while (status != PGRES_POLLING_OK && status != PGRES_POLLING_FAILED)
+	{
+		bool		ready;
+
+		if (PQstatus(c) == CONNECTION_BAD)
+		{
+			status = PGRES_POLLING_FAILED;
+			break;
+		}
+		if (PQsocket(c) < 0)
+		{
+			status = PQconnectPoll(c);
+			continue;
+		}
+		ready = WaitEvent(PQsocket(c),
+						  status == PGRES_POLLING_READING ? POLLIN : POLLOUT, until);
+		if (interruptible && interrupt_signal != 0)
+		{
+			*errmsg = CopyMessage("interrupted");
+			PQfinish(c);
+			return NULL;
+		}
+		if (!ready)
+		{
+			if (until >= 0 && Now() >= until)
+			{
+				char		buf[1024];
+
+				snprintf(buf, sizeof(buf),
+						 "connection to server at \"%s\", port %s failed: timeout expired",
+						 PQhost(c) ? PQhost(c) : "", PQport(c) ? PQport(c) : "");
+				*errmsg = CopyMessage(buf);
+				PQfinish(c);
+				return NULL;
+			}
+			continue;
+		}
+		status = PQconnectPoll(c);
+	}
+	if (status == PGRES_POLLING_FAILED || PQstatus(c) != CONNECTION_OK ||
+		PQsetnonblocking(c, 1) != 0)
+	{
+		*errmsg = CopyMessage(PQerrorMessage(c));
+		PQfinish(c);
+		return NULL;
+	}
+	return c;
+}
+
+/*
+ * DropConnection: forget a connection that is broken or busy with a query
+ * we gave up on.
+ */
+void
+DropConnection(void)
+{
+	if (conn != NULL)
+		PQfinish(conn);
+	conn = NULL;
+}
+
+/*
+ * EnsureConnection: (re)connect if needed, until deadline at most.  False
+ * with *errmsg set if that failed.
+ */
+bool
+EnsureConnection(double deadline, bool interruptible, char **errmsg)
+{
+	*errmsg = NULL;
+	if (conn != NULL && PQstatus(conn) == CONNECTION_OK)
+		return true;
+	DropConnection();
+	conn = Connect(deadline, interruptible, errmsg);
+	return conn != NULL;
+}
+
+/*
+ * SendCancel: ask the server to cancel the query in progress on c.
+ */
+static void
+SendCancel(PGconn *c)
+{
+	PGcancel   *cancel = PQgetCancel(c);
+	char		errbuf[256];
+
+	if (cancel == NULL)
+		return;
+	(void) PQcancel(cancel, errbuf, sizeof(errbuf));
+	PQfreeCancel(cancel);
+}
+
+/*
+ * SendQuery: send one statement with text parameters, flushing it out
+ * until deadline.
+ */
+static QueryOutcome
+SendQuery(PGconn *c, const char *sql, int nparams, const char *const *params,
+		  double deadline, char **errmsg)
+{
+	int			rc;
+
+	if (!PQsendQueryParams(c, sql, nparams, NULL, params, NULL, NULL, 0))
+	{
+		*errmsg = CopyMessage(PQerrorMessage(c));
+		return QUERY_BROKEN;
+	}
+	while ((rc = PQflush(c)) != 0)
+	{
+		if (rc < 0)
+		{
+			*errmsg = CopyMessage(PQerrorMessage(c));
+			return QUERY_BROKEN;
+		}
+		if (!WaitEvent(PQsocket(c), POLLOUT, deadline) &&
+			deadline >= 0 && Now() >= deadline)
+		{
+			*errmsg = CopyMessage("no answer from the server in time");
+			return QUERY_TIMEOUT;
+		}
+	}
+	return QUERY_OK;
+}
+
+/*
+ * ClassifyResult: the outcome of a statement's (first) result.
+ */
+static QueryOutcome
+ClassifyResult(PGconn *c, PGresult *res, bool canceled, PGresult **result, char **errmsg)
+{
+	const char *primary;
+
+	if (res == NULL)
+	{
+		*errmsg = CopyMessage(PQerrorMessage(c));
+		return QUERY_BROKEN;
+	}
+	if (PQresultStatus(res) == PGRES_TUPLES_OK && PQntuples(res) == 1)
+	{
+		*result = res;
+		return QUERY_OK;
+	}
+	if (PQresultStatus(res) == PGRES_TUPLES_OK)
+	{
+		PQclear(res);
+		*errmsg = CopyMessage("unexpected result from the server");
+		return QUERY_ERROR;
+	}
+	*result = res;
+	primary = PQresultErrorField(res, PG_DIAG_MESSAGE_PRIMARY);
+	*errmsg = CopyMessage(primary ? primary : PQresultErrorMessage(res));
+	if (PQstatus(c) == CONNECTION_BAD)
+		return QUERY_BROKEN;
+	return canceled ? QUERY_INTERRUPTED : QUERY_ERROR;
+}
+
+/*
+ * RunQuery: send one statement with text parameters and wait for its
+ * result until deadline.  On QUERY_OK *result holds one row; on
+ * QUERY_ERROR *result holds the error (for its SQLSTATE) and *errmsg its
+ * primary message; on the other outcomes *errmsg says what happened.  The
+ * caller clears *result and frees *errmsg.  After QUERY_BROKEN or
+ * QUERY_TIMEOUT the connection is unusable.
+ */
+static QueryOutcome
+RunQuery(PGconn *c, const char *sql, int nparams, const char *const *params,
+		 double deadline, bool interruptible, PGresult **result, char **errmsg)
+{
+	PGresult   *res = NULL;
+	PGresult   *r;
+	bool		canceled = false;
+	QueryOutcome outcome;
+
+	*result = NULL;
+	*errmsg = NULL;
+	outcome = SendQuery(c, sql, nparams, params, deadline, errmsg);
+	if (outcome != QUERY_OK)
+		return outcome;
+
+	/* collect the results; PQgetResult is only called when it cannot block */
+	for (;;)
+	{
+		while (PQisBusy(c))
+		{
+			bool		ready = WaitEvent(PQsocket(c), POLLIN, deadline);
+
+			if (interruptible && interrupt_signal != 0 && !canceled)
+			{
+				SendCancel(c);
+				canceled = true;
+				deadline = Now() + CANCEL_WAIT;
+			}
+			if (!ready && deadline >= 0 && Now() >= deadline)
+			{
+				if (res != NULL)
+					PQclear(res);
+				*errmsg = CopyMessage(canceled ? "interrupted" :
+									  "no answer from the server in time");
+				return canceled ? QUERY_INTERRUPTED : QUERY_TIMEOUT;
+			}
+			if (ready && !PQconsumeInput(c))
+			{
+				if (res != NULL)
+					PQclear(res);
+				*errmsg = CopyMessage(PQerrorMessage(c));
+				return QUERY_BROKEN;
+			}
+		}
+		r = PQgetResult(c);
+		if (r == NULL)
+			break;
+		if (res == NULL)
+			res = r;
+		else
+			PQclear(r);
+	}
+	return ClassifyResult(c, res, canceled, result, errmsg);
+}
+
+/*
+ * SqlState: the SQLSTATE of an error result, or "".
+ */
+const char *
+SqlState(const PGresult *res)
+{
+	const char *s = res ? PQresultErrorField(res, PG_DIAG_SQLSTATE) : NULL;
+
+	return s ? s : "";
+}
+
+/*
+ * BuildQueries: the statements that call dlock, its objects qualified with
+ * --schema (quoted as an identifier by libpq) if given, or else found
+ * through search_path.  Only the schema name goes into the text; every
+ * value is a parameter.
+ */
+void
+BuildQueries(void)
+{
+	char	   *quoted = NULL;
+	const char *prefix = "";
+	const char *dot = "";
+	int			n;
+
+	if (opts.schema != NULL)
+	{
+		quoted = PQescapeIdentifier(conn, opts.schema, strlen(opts.schema));
+		if (quoted == NULL)
+			UsageError("invalid value \"%s\" for option --schema: %s",
+					   opts.schema, PQerrorMessage(conn));
+		prefix = quoted;
+		dot = ".";
+	}
+	snprintf(sql_acquire, sizeof(sql_acquire),
+			 "SELECT %s%sdlock_acquire($1::pg_catalog.text, "
+			 "$2::pg_catalog.interval, $3::pg_catalog.interval, "
+			 "$4::pg_catalog.text)", prefix, dot);
+	snprintf(sql_renew, sizeof(sql_renew),
+			 "SELECT %s%sdlock_renew($1::pg_catalog.text, $2::pg_catalog.int8, "
+			 "$3::pg_catalog.interval)", prefix, dot);
+	snprintf(sql_release, sizeof(sql_release),
+			 "SELECT %s%sdlock_release($1::pg_catalog.text, $2::pg_catalog.int8)",
+			 prefix, dot);
+	/* the longest of the four */
+	n = snprintf(sql_remaining, sizeof(sql_remaining),
+				 "SELECT %s%sdlock_check($1::pg_catalog.text, $2::pg_catalog.int8), "
+				 "(SELECT pg_catalog.max(pg_catalog.date_part('epoch', l.expires_at "
+				 "OPERATOR(pg_catalog.-) pg_catalog.clock_timestamp())) "
+				 "FROM %s%sdlock_leases l WHERE l.name OPERATOR(pg_catalog.=) $1::pg_catalog.text "
+				 "AND l.token OPERATOR(pg_catalog.=) $2::pg_catalog.int8)",
+				 prefix, dot, prefix, dot);
+	if (quoted != NULL)
+		PQfreemem(quoted);
+	if (n < 0 || (size_t) n >= sizeof(sql_remaining))
+		UsageError("invalid value \"%s\" for option --schema: too long", opts.schema);
+}
+
+/*
+ * ReadDuration: the length of a DURATION in seconds, as the server reads
+ * the interval (months and days counted on the calendar from now).
+ * Exits on a bad value.
+ */
+double
+ReadDuration(const char *option, const char *text)
+{
+	const char *params[1];
+	PGresult   *res;
+	char	   *errmsg;
+	double		secs;
+	QueryOutcome outcome;
+
+	params[0] = text;
+	outcome = RunQuery(conn,
+					   "SELECT pg_catalog.date_part('epoch', "
+					   "(pg_catalog.now() OPERATOR(pg_catalog.+) $1::pg_catalog.interval) "
+					   "OPERATOR(pg_catalog.-) pg_catalog.now())",
+					   1, params, NO_DEADLINE, true, &res, &errmsg);
+	if (outcome == QUERY_INTERRUPTED || interrupt_signal != 0)
+		ExitInterrupted();
+	if (outcome == QUERY_ERROR && strncmp(SqlState(res), "22", 2) == 0)
+		UsageError("invalid value \"%s\" for option %s: %s", text, option, errmsg);
+	if (outcome != QUERY_OK)
+	{
+		Log("error", "could not read option %s: %s", option, errmsg);
+		exit(EXIT_UNAVAILABLE);
+	}
+	secs = strtod(PQgetvalue(res, 0, 0), NULL);
+	PQclear(res);
+	return secs;
+}
+
+/*
+ * QueryAcquire: dlock_acquire(name, ttl, wait, owner); the caller looks at
+ * the result.
+ */
+QueryOutcome
+QueryAcquire(double deadline, PGresult **res, char **errmsg)
+{
+	const char *params[4];
+
+	params[0] = opts.name;
+	params[1] = opts.ttl;
+	params[2] = opts.wait;
+	params[3] = opts.owner;		/* NULL: anonymous */
+	return RunQuery(conn, sql_acquire, 4, params, deadline, true, res, errmsg);
+}
+
+/*
+ * QueryBoolean: a statement on the lease (name, token[, ttl]) that returns
+ * one boolean, in *answer when the outcome is QUERY_OK.
+ */
+static QueryOutcome
+QueryBoolean(const char *sql, bool with_ttl, double deadline, bool interruptible,
+			 bool *answer, char **errmsg)
+{
+	const char *params[3];
+	PGresult   *res = NULL;
+	QueryOutcome outcome;
+
+	params[0] = opts.name;
+	params[1] = lease.token;
+	params[2] = opts.ttl;
+	*answer = false;
+	outcome = RunQuery(conn, sql, with_ttl ? 3 : 2, params, deadline, interruptible,
+					   &res, errmsg);
+	if (outcome == QUERY_OK)
+		*answer = strcmp(PQgetvalue(res, 0, 0), "t") == 0;
+	if (res != NULL)
+		PQclear(res);
+	return outcome;
+}
+
+/*
+ * QueryRenew: dlock_renew(name, token, ttl).
+ */
+QueryOutcome
+QueryRenew(double deadline, bool interruptible, bool *renewed, char **errmsg)
+{
+	return QueryBoolean(sql_renew, true, deadline, interruptible, renewed, errmsg);
+}
+
+/*
+ * QueryRelease: dlock_release(name, token).
+ */
+QueryOutcome
+QueryRelease(double deadline, bool interruptible, bool *released, char **errmsg)
+{
+	return QueryBoolean(sql_release, false, deadline, interruptible, released, errmsg);
+}
+
+/*
+ * QueryRemaining: how many seconds the lease has left on the server's
+ * clock, without renewing it: 0 if the token no longer holds it, -1 if it
+ * holds it but dlock_leases does not show this role the expiry.
+ */
+QueryOutcome
+QueryRemaining(double deadline, double *remaining, char **errmsg)
+{
+	const char *params[2];
+	PGresult   *res = NULL;
+	QueryOutcome outcome;
+
+	params[0] = opts.name;
+	params[1] = lease.token;
+	*remaining = 0;
+	outcome = RunQuery(conn, sql_remaining, 2, params, deadline, false, &res, errmsg);
+	if (outcome == QUERY_OK && strcmp(PQgetvalue(res, 0, 0), "t") == 0)
+	{
+		if (PQgetisnull(res, 0, 1))
+			*remaining = -1;
+		else
+		{
+			*remaining = strtod(PQgetvalue(res, 0, 1), NULL);
+			if (*remaining < 0)
+				*remaining = 0;
+		}
+	}
+	if (res != NULL)
+		PQclear(res);
+	return outcome;
+}

@@ -1,0 +1,277 @@
+/*-------------------------------------------------------------------------
+ *
+ * main.c
+ *		dlock-run: flock(1) for a whole fleet; the run from start to end
+ *
+ * Connect, read the durations, acquire the lease (or exit busy), confirm it
+ * if the wait used part of it, run and supervise the command, release, and
+ * exit with the command's status only if the lease was held throughout.
+ * See dlock-run.h for the protocol and the map of the files.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+
+#include "dlock-run.h"
+
+/* when the acquire that got the lease was sent */
+static double acquire_sent;
+
+/*
+ * AcquireFailed: the acquire raised an error; exit with the right status
+ * and say why, with a hint where one helps.
+ */
+static void
+AcquireFailed(QueryOutcome outcome, const char *sqlstate, const char *errmsg)
+{
+	if (outcome == QUERY_INTERRUPTED || interrupt_signal != 0)
+		ExitInterrupted();
+	if (outcome == QUERY_ERROR &&
+		(strcmp(sqlstate, "55P03") == 0 || strcmp(sqlstate, "57014") == 0))
+	{
+		/* lock_timeout or statement_timeout ended the wait: still busy */
+		Verbose("lock \"%s\" is busy: %s", opts.name, errmsg);
+		exit(opts.conflict_exit_code);
+	}
+	/* the server rejected an argument: a name or duration out of range */
+	if (outcome == QUERY_ERROR && strncmp(sqlstate, "22", 2) == 0)
+		UsageError("could not acquire the lease on \"%s\": %s", opts.name, errmsg);
+	Log("error", "could not acquire the lease on \"%s\": %s", opts.name, errmsg);
+	if (strcmp(sqlstate, "42883") == 0)
+		Hint("Is the dlock extension installed in this database? "
+			 "If it is in a schema outside search_path, use --schema.");
+	else if (strcmp(sqlstate, "25006") == 0)
+		Hint("This server is a standby or read-only; "
+			 "connect to the primary (target_session_attrs=read-write).");
+	exit(EXIT_UNAVAILABLE);
+}
+
+/*
+ * Acquire: take the lease, or exit (busy, error, interrupted).
+ */
+static void
+Acquire(void)
+{
+	PGresult   *res;
+	char	   *errmsg;
+	double		sent;
+	QueryOutcome outcome;
+
+	sent = Now();
+	outcome = QueryAcquire(sent + wait_secs + ACQUIRE_SLACK, &res, &errmsg);
+	if (outcome != QUERY_OK)
+		AcquireFailed(outcome, SqlState(res), errmsg);
+	if (PQgetisnull(res, 0, 0))
+	{
+		PQclear(res);
+		if (interrupt_signal != 0)
+			ExitInterrupted();
+		Verbose("lock \"%s\" is busy", opts.name);
+		exit(opts.conflict_exit_code);
+	}
+	acquire_sent = sent;
+	snprintf(lease.token, sizeof(lease.token), "%s", PQgetvalue(res, 0, 0));
+	PQclear(res);
+	lease.held = true;
+	lease.deadline = sent + ttl_secs - DeadlineMargin();
+	lease.next_renew = sent + renew_secs;
+	Verbose("acquired the lease on \"%s\" with token %s", opts.name, lease.token);
+}
+
+/*
+ * Release: give the lease back, trying until deadline.  Sets *released to
+ * what the server said; false if it could not be asked.  If
+ * interruptible, a signal gives up the attempt (the lease then expires on
+ * its own).
+ */
+static bool
+Release(double deadline, bool interruptible, bool *released)
+{
+	char	   *errmsg = NULL;
+	QueryOutcome outcome;
+	double		retry = renew_secs > 0 && renew_secs < RETRY_DELAY_MAX ?
+		renew_secs : RETRY_DELAY_MAX;
+
+	for (;;)
+	{
+		outcome = QUERY_BROKEN;
+		if (EnsureConnection(deadline, interruptible, &errmsg))
+			outcome = QueryRelease(deadline, interruptible, released, &errmsg);
+		if (outcome == QUERY_OK)
+		{
+			if (*released)
+				Verbose("released the lease on \"%s\" (token %s)", opts.name, lease.token);
+			return true;
+		}
+		DropConnection();
+		if ((interruptible && interrupt_signal != 0) || Now() + retry >= deadline)
+			break;
+		free(errmsg);
+		errmsg = NULL;
+		WaitEvent(-1, 0, Now() + retry);
+	}
+	Log("warning", "could not release the lease on \"%s\" (token %s): %s; "
+		"it expires on its own", opts.name, lease.token, errmsg ? errmsg : "interrupted");
+	free(errmsg);
+	return false;
+}
+
+/*
+ * GiveUpBeforeStart: the lease is taken but the command will not run:
+ * release it (if it can be done quickly) and exit.
+ */
+static void
+GiveUpBeforeStart(int code)
+{
+	bool		released;
+
+	(void) Release(Now() + CANCEL_WAIT, false, &released);
+	if (interrupt_signal != 0)
+		ExitInterrupted();
+	exit(code);
+}
+
+/*
+ * ConfirmLease: when waiting for the lease used up part of it, ask the
+ * server before the command starts: a renewal (or, with --renew-every 0,
+ * the lease's time left) sets a fresh deadline.  Exits if the lease cannot
+ * be confirmed.
+ */
+static void
+ConfirmLease(void)
+{
+	char	   *errmsg = NULL;
+	double		sent = Now();
+	double		remaining = 0;
+	bool		renewed = false;
+	QueryOutcome outcome;
+
+	if (renew_secs > 0)
+	{
+		outcome = QueryRenew(sent + ttl_secs, true, &renewed, &errmsg);
+		remaining = renewed ? ttl_secs : 0;
+	}
+	else
+		outcome = QueryRemaining(sent + ttl_secs, &remaining, &errmsg);
+	if (outcome == QUERY_OK && remaining == 0)
+	{
+		Log("error", "lost the lease on \"%s\" (token %s) before the command started: "
+			"the server says this token no longer holds it", opts.name, lease.token);
+		exit(opts.lost_exit_code);
+	}
+	if (outcome != QUERY_OK || interrupt_signal != 0)
+	{
+		if (interrupt_signal == 0)
+			Log("error", "could not confirm the lease on \"%s\" (token %s) before the "
+				"command started: %s", opts.name, lease.token, errmsg);
+		DropConnection();
+		GiveUpBeforeStart(EXIT_UNAVAILABLE);
+	}
+	if (remaining > 0)
+		lease.deadline = sent + remaining - DeadlineMargin();
+	lease.next_renew = sent + renew_secs;
+}
+
+/*
+ * ReadOptionsFromServer: the durations, as the server reads them, and the
+ * checks that need them.
+ */
+static void
+ReadOptionsFromServer(void)
+{
+	ttl_secs = ReadDuration("--ttl", opts.ttl);
+	wait_secs = ReadDuration("-w/--wait", opts.wait);
+	kill_secs = ReadDuration("-k/--kill-after", opts.kill_after);
+	if (ttl_secs <= 0)
+		UsageError("invalid value \"%s\" for option --ttl: must be positive", opts.ttl);
+	if (opts.renew_every == NULL)
+		renew_secs = ttl_secs / 3;
+	else
+		renew_secs = ReadDuration("--renew-every", opts.renew_every);
+	if (wait_secs < 0)
+		UsageError("invalid value \"%s\" for option -w/--wait: must not be negative", opts.wait);
+	if (kill_secs < 0)
+		UsageError("invalid value \"%s\" for option -k/--kill-after: must not be negative",
+				   opts.kill_after);
+	if (opts.renew_every != NULL && (renew_secs < 0 || renew_secs >= ttl_secs))
+		UsageError("invalid value \"%s\" for option --renew-every: "
+				   "must be 0 (no renewal) or shorter than --ttl", opts.renew_every);
+}
+
+/*
+ * Finish: the command and its process group have ended; exit with its
+ * status if the lease was held throughout, or with --lost-exit-code.
+ */
+static void
+Finish(void)
+{
+	int			status;
+	bool		released = false;
+	bool		answered;
+
+	status = WIFEXITED(child_status) ? WEXITSTATUS(child_status) :
+		WIFSIGNALED(child_status) ? 128 + WTERMSIG(child_status) : 1;
+	Verbose("the command exited with status %d", status);
+
+	if (lease.lost)
+	{
+		Log("error", "the command ended with status %d after the lease on \"%s\" was lost",
+			status, opts.name);
+		exit(opts.lost_exit_code);
+	}
+	answered = Release(Now() + RELEASE_WAIT, true, &released);
+	if (answered && !released)
+	{
+		Log("error", "the lease on \"%s\" (token %s) was lost before the command ended "
+			"(it expired, or was released or taken over); the command ended with status %d",
+			opts.name, lease.token, status);
+		exit(opts.lost_exit_code);
+	}
+	if (!answered && lease.verify)
+	{
+		Log("error", "the lease on \"%s\" (token %s) may have been lost while the command ran "
+			"(dlock-run was stalled and could not ask the server); the command ended "
+			"with status %d", opts.name, lease.token, status);
+		exit(opts.lost_exit_code);
+	}
+	DropConnection();
+	exit(status);
+}
+
+int
+main(int argc, char **argv)
+{
+	char	   *errmsg;
+
+	ProtectStandardFds();
+	SetUpSignals();
+	ParseOptions(argc, argv);
+
+	if (!EnsureConnection(NO_DEADLINE, true, &errmsg))
+	{
+		if (interrupt_signal != 0)
+			ExitInterrupted();
+		Log("error", "could not connect to the database: %s", errmsg);
+		exit(EXIT_UNAVAILABLE);
+	}
+	BuildQueries();
+	ReadOptionsFromServer();
+
+	Acquire();
+	/* interrupted while the acquire was on its way: give the lease back */
+	if (interrupt_signal != 0)
+		GiveUpBeforeStart(0);
+	/* a long wait may have used up part of the lease: confirm it first */
+	if (renew_secs > 0 ? Now() >= lease.next_renew :
+		Now() - acquire_sent > DeadlineMargin())
+		ConfirmLease();
+
+	if (!StartCommand())
+		GiveUpBeforeStart(EXIT_OSERR);
+	Supervise();
+	Finish();
+	return 0;
+}
