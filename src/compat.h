@@ -2,7 +2,7 @@
  *
  * compat.h
  *		Every difference between the supported PostgreSQL major versions
- *		(14 to 17) that dlock has to care about, in one place.
+ *		(14 to 18) that dlock has to care about, in one place.
  *
  *-------------------------------------------------------------------------
  */
@@ -30,6 +30,25 @@
 #define DlockCurrentTimeLine() GetWALInsertionTimeLine()
 #else
 #define DlockCurrentTimeLine() ThisTimeLineID
+#endif
+
+/* The counter's relfilenode: rd_node before PostgreSQL 16, rd_locator after. */
+#if PG_VERSION_NUM >= 160000
+#define DlockRelFileNumber(rel) ((Oid) (rel)->rd_locator.relNumber)
+#else
+#define DlockRelFileNumber(rel) ((rel)->rd_node.relNode)
+#endif
+
+/* Is the role the extension's owner (or a superuser)? */
+#if PG_VERSION_NUM >= 160000
+#include "catalog/pg_extension.h"
+#include "utils/acl.h"
+#define DlockExtensionOwnercheck(extoid, roleid) \
+	object_ownercheck(ExtensionRelationId, (extoid), (roleid))
+#else
+#include "utils/acl.h"
+#define DlockExtensionOwnercheck(extoid, roleid) \
+	pg_extension_ownercheck((extoid), (roleid))
 #endif
 
 /* EmitWarningsOnPlaceholders() was renamed in PostgreSQL 15. */

@@ -66,7 +66,7 @@
 /* First key of the waiters' advisory locks: the next number. */
 #define DLOCK_WAITER_CLASS		4475980
 
-/* First key of the lock that serializes moving tokens to a new epoch. */
+/* First key of the lock that serializes the jumps of the token counter. */
 #define DLOCK_TOKEN_CLASS		4475981
 
 #define DLOCK_LOCK_CHECK		RowShareLock
@@ -147,7 +147,9 @@ extern int	LeaseCountHeldByRole(const DlockRelations *rels, const char *role,
 
 /* token.c */
 extern void TokenInit(void);
-extern int64 TokenDraw(const DlockRelations *rels);
+extern int64 TokenDraw(const DlockRelations *rels, int64 last);
+extern void ForceDurableCommit(void);
+extern PGDLLEXPORT Datum dlock_rebase(PG_FUNCTION_ARGS);
 
 /* wait.c */
 extern void NameLockTag(text *name, LOCKTAG *tag);
