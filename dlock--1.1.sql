@@ -146,14 +146,13 @@ GRANT SELECT ON @extschema@.dlock_leases TO PUBLIC;
 -- One row per jump of the token counter (src/token.c): the floor it jumped
 -- to and the history it jumped in.  Tokens are accepted without reading it
 -- while the history stays the same; a new history (cluster, timeline,
--- database, counter, server start) jumps again, above every earlier token.
+-- database, counter) jumps again, above every earlier token.
 CREATE TABLE @extschema@.dlock_epoch (
 	floor				pg_catalog.int8 NOT NULL,
 	system_identifier	pg_catalog.int8 NOT NULL,
 	timeline			pg_catalog.int8 NOT NULL,
 	database_oid		pg_catalog.oid NOT NULL,
 	counter_relfilenode	pg_catalog.oid NOT NULL,
-	server_started_at	pg_catalog.timestamptz NOT NULL,
 	jumped_at			pg_catalog.timestamptz NOT NULL,
 	reason				pg_catalog.text NOT NULL,
 	CONSTRAINT dlock_epoch_pkey PRIMARY KEY (floor)
@@ -166,9 +165,8 @@ COMMENT ON COLUMN @extschema@.dlock_epoch.system_identifier IS 'system identifie
 COMMENT ON COLUMN @extschema@.dlock_epoch.timeline IS 'timeline the cluster wrote WAL on when it jumped';
 COMMENT ON COLUMN @extschema@.dlock_epoch.database_oid IS 'OID of the database that jumped';
 COMMENT ON COLUMN @extschema@.dlock_epoch.counter_relfilenode IS 'relfilenode of dlock_token_seq when it jumped';
-COMMENT ON COLUMN @extschema@.dlock_epoch.server_started_at IS 'start time of the server that jumped (pg_postmaster_start_time())';
 COMMENT ON COLUMN @extschema@.dlock_epoch.jumped_at IS 'when the jump happened (server clock)';
-COMMENT ON COLUMN @extschema@.dlock_epoch.reason IS 'why: first, system, database, timeline, counter, restart, floor, lease or rebase';
+COMMENT ON COLUMN @extschema@.dlock_epoch.reason IS 'why: first, system, database, timeline, counter, floor, lease or rebase';
 SELECT pg_catalog.pg_extension_config_dump('@extschema@.dlock_epoch', '');
 
 CREATE FUNCTION @extschema@.dlock_rebase()

@@ -19,15 +19,15 @@
  * Histories
  * ---------
  * A history is what a run of the counter can tell apart from another: the
- * cluster's system identifier, the timeline, the database OID, the counter's
- * relfilenode and the postmaster's start time.  Promotion and PITR change
+ * cluster's system identifier, the timeline, the database OID and the
+ * counter's relfilenode.  Promotion and PITR change
  * the timeline; pg_dump and restore, pg_upgrade and a new cluster change the
  * system identifier or the database; CREATE DATABASE ... TEMPLATE changes
  * the database; DROP and CREATE EXTENSION, ALTER SEQUENCE ... RESTART and
- * anything else that rewrites the counter change its relfilenode; every
- * server start (a restart, a disk snapshot rolled back, a base backup
- * started without recovery, a second promotion onto a used timeline) changes
- * the start time.
+ * anything else that rewrites the counter change its relfilenode.  A server
+ * restart is not a new history: after a crash the WAL brings the counter
+ * back, and an old primary started again after a failover stays below the
+ * promoted standby (it does not jump; the standby jumped to the clock).
  *
  * A drawn token t is accepted, with no lock, read or write beyond nextval,
  * when the backend's cached last epoch row is of the current history,
@@ -78,8 +78,9 @@
  *   the old history handed out and that the new one never saw.
  * - A setval() above the floor but below tokens already handed out is
  *   caught only for names whose rows carry those tokens: call dlock_rebase().
- * - A rollback that keeps the postmaster running (a VM snapshot with its
- *   memory, say) is not seen: call dlock_rebase().
+ * - Events that keep the history are not seen: a disk or VM snapshot
+ *   rolled back, a base backup started without recovery, a second promotion
+ *   onto a timeline already used.  Call dlock_rebase() after them.
  * - Bigint holds microseconds since 1970 for about 290,000 years.
  * - Tokens jump by the elapsed time at each history change: they are
  *   neither dense nor small.
@@ -142,10 +143,9 @@
 #define Anum_dlock_epoch_timeline			3
 #define Anum_dlock_epoch_database_oid		4
 #define Anum_dlock_epoch_counter_relfilenode 5
-#define Anum_dlock_epoch_server_started_at	6
-#define Anum_dlock_epoch_jumped_at			7
-#define Anum_dlock_epoch_reason				8
-#define Natts_dlock_epoch					8
+#define Anum_dlock_epoch_jumped_at			6
+#define Anum_dlock_epoch_reason				7
+#define Natts_dlock_epoch					7
 
 /* What tells one history of the counter from another (see above). */
 typedef struct TokenHistory
@@ -154,7 +154,6 @@ typedef struct TokenHistory
 	int64		timeline;
 	Oid			database_oid;
 	Oid			counter_relfilenode;
-	TimestampTz server_started_at;
 } TokenHistory;
 
 /* The latest epoch row: the one with the highest floor. */
@@ -364,7 +363,6 @@ TokenCurrentHistory(Relation seqrel, TokenHistory *h)
 	h->timeline = (int64) DlockCurrentTimeLine();
 	h->database_oid = MyDatabaseId;
 	h->counter_relfilenode = DlockRelFileNumber(seqrel);
-	h->server_started_at = PgStartTime;
 }
 
 static bool
@@ -373,8 +371,7 @@ TokenHistoryEqual(const TokenHistory *a, const TokenHistory *b)
 	return a->system_identifier == b->system_identifier &&
 		a->timeline == b->timeline &&
 		a->database_oid == b->database_oid &&
-		a->counter_relfilenode == b->counter_relfilenode &&
-		a->server_started_at == b->server_started_at;
+		a->counter_relfilenode == b->counter_relfilenode;
 }
 
 /* Why a jump: the first component of the history that changed. */
@@ -391,8 +388,6 @@ TokenJumpReason(const TokenEpoch *last, const TokenHistory *cur)
 		return "timeline";
 	if (last->history.counter_relfilenode != cur->counter_relfilenode)
 		return "counter";
-	if (last->history.server_started_at != cur->server_started_at)
-		return "restart";
 	return NULL;
 }
 
@@ -439,8 +434,6 @@ TokenLoadEpoch(Oid epoch_table, TokenEpoch *epoch)
 			DatumGetObjectId(values[Anum_dlock_epoch_database_oid - 1]);
 		epoch->history.counter_relfilenode =
 			DatumGetObjectId(values[Anum_dlock_epoch_counter_relfilenode - 1]);
-		epoch->history.server_started_at =
-			DatumGetTimestampTz(values[Anum_dlock_epoch_server_started_at - 1]);
 		epoch->jumped_at =
 			DatumGetTimestampTz(values[Anum_dlock_epoch_jumped_at - 1]);
 	}
@@ -514,11 +507,11 @@ TokenRecordEpoch(Oid epoch_table, int64 floor, const TokenHistory *h,
 	Oid			save_userid;
 	int			save_sec_context;
 	char	   *query;
-	Oid			argtypes[8] = {INT8OID, INT8OID, INT8OID, OIDOID, OIDOID,
-	TIMESTAMPTZOID, TIMESTAMPTZOID, TEXTOID};
-	Datum		args[8];
+	Oid			argtypes[7] = {INT8OID, INT8OID, INT8OID, OIDOID, OIDOID,
+	TIMESTAMPTZOID, TEXTOID};
+	Datum		args[7];
 
-	query = psprintf("INSERT INTO %s.%s VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
+	query = psprintf("INSERT INTO %s.%s VALUES ($1, $2, $3, $4, $5, $6, $7)",
 					 quote_identifier(get_namespace_name(get_rel_namespace(epoch_table))),
 					 quote_identifier(get_rel_name(epoch_table)));
 	args[0] = Int64GetDatum(floor);
@@ -526,16 +519,15 @@ TokenRecordEpoch(Oid epoch_table, int64 floor, const TokenHistory *h,
 	args[2] = Int64GetDatum(h->timeline);
 	args[3] = ObjectIdGetDatum(h->database_oid);
 	args[4] = ObjectIdGetDatum(h->counter_relfilenode);
-	args[5] = TimestampTzGetDatum(h->server_started_at);
-	args[6] = TimestampTzGetDatum(jumped_at);
-	args[7] = CStringGetTextDatum(reason);
+	args[5] = TimestampTzGetDatum(jumped_at);
+	args[6] = CStringGetTextDatum(reason);
 
 	GetUserIdAndSecContext(&save_userid, &save_sec_context);
 	SetUserIdAndSecContext(TokenOwnerOf(epoch_table),
 						   save_sec_context | SECURITY_LOCAL_USERID_CHANGE);
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed");
-	if (SPI_execute_with_args(query, 8, argtypes, args, NULL, false, 0) !=
+	if (SPI_execute_with_args(query, 7, argtypes, args, NULL, false, 0) !=
 		SPI_OK_INSERT)
 		elog(ERROR, "could not record a dlock epoch");
 	SPI_finish();
