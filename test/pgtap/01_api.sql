@@ -32,14 +32,17 @@ SELECT set_eq(
           'function dlock_assert(text,bigint)',
           'function dlock_fence()',
           'function dlock_cleanup(interval,integer)',
+          'function dlock_rebase()',
           'table dlock_lease',
+          'table dlock_epoch',
           'sequence dlock_token_seq',
           'view dlock_leases'],
-    'extension dlock owns exactly its seven functions, the table, the sequence and the view');
+    'extension dlock owns exactly its eight functions, the two tables, the sequence and the view');
 SELECT ok((SELECT e.extconfig @> ARRAY[to_regclass('dlock_lease')::pg_catalog.oid,
-                                       to_regclass('dlock_token_seq')::pg_catalog.oid]
+                                       to_regclass('dlock_token_seq')::pg_catalog.oid,
+                                       to_regclass('dlock_epoch')::pg_catalog.oid]
              FROM pg_catalog.pg_extension AS e WHERE e.extname = 'dlock'),
-          'table dlock_lease and sequence dlock_token_seq are dumped by pg_dump (pg_extension_config_dump)');
+          'tables dlock_lease and dlock_epoch and sequence dlock_token_seq are dumped by pg_dump (pg_extension_config_dump)');
 
 -- ---------------------------------------------------------------------------
 -- dlock_acquire(name text, ttl interval, wait interval DEFAULT '0', owner text DEFAULT NULL) RETURNS bigint
