@@ -45,7 +45,10 @@
  *
  * Tokens come from @extschema@.dlock_token_seq (CACHE 1, NO CYCLE), drawn
  * only while both locks of a hand-over are held; token.c says how they stay
- * above every earlier token through crashes, failover and PITR.
+ * above every earlier token, whatever happens to the database.  A draw that
+ * must jump takes one more lock, (DLOCK_TOKEN_CLASS, 0) in ExclusiveLock,
+ * last, and gives it back before it returns: nobody waits for anything
+ * while holding it, so it cannot take part in a deadlock.
  *
  *-------------------------------------------------------------------------
  */
