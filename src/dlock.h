@@ -47,8 +47,10 @@
  * only while both locks of a hand-over are held; token.c says how they stay
  * above every earlier token, whatever happens to the database.  A draw that
  * must jump takes one more lock, (DLOCK_TOKEN_CLASS, 0) in ExclusiveLock,
- * last, and gives it back before it returns: nobody waits for anything
- * while holding it, so it cannot take part in a deadlock.
+ * last, and gives it back before it returns.  While holding it, a draw
+ * waits for nothing but the table locks of dlock's own relations, so only
+ * a transaction that holds DDL locks on them and then acquires could
+ * deadlock with it.
  *
  *-------------------------------------------------------------------------
  */
