@@ -130,7 +130,8 @@ $old->stop;
 
 my $new = PostgreSQL::Test::Cluster->new('new');
 $new->init(allows_streaming => 1);
-my $bindir = $new->config_data('--bindir');
+# The binaries of the installation under test (PGXS puts them first on PATH).
+chomp(my $bindir = `pg_config --bindir`);
 my $cwd = getcwd();
 chdir $tmp;
 command_ok(
