@@ -136,7 +136,7 @@ my $cwd = getcwd();
 chdir $tmp;
 command_ok(
 	[
-		"$bindir/pg_upgrade", '--no-sync',
+		"$bindir/pg_upgrade",
 		'-d', $old->data_dir, '-D', $new->data_dir,
 		'-b', $bindir, '-B', $bindir,
 		'-s', $new->host, '-p', $old->port, '-P', $new->port
