@@ -6,9 +6,11 @@ EXTVERSION = $(shell sed -n "s/^default_version[[:space:]]*=[[:space:]]*'\([^']*
 MODULE_big = dlock
 OBJS = \
 	src/api.o \
+	src/args.o \
 	src/dlock.o \
 	src/fence.o \
 	src/lease.o \
+	src/relation.o \
 	src/token.o \
 	src/wait.o
 

@@ -32,7 +32,7 @@
  * A drawn token t is accepted, with no lock, read or write beyond nextval,
  * when the backend's cached last epoch row is of the current history,
  * t > its floor, and t > the name's last token.  Otherwise the draw jumps:
- * under DLOCK_TOKEN_CLASS (one lock per database, held only while jumping,
+ * under DLOCK_LOCKTAG_EPOCH (one lock per database, held only while jumping,
  * never while waiting for anything else, so it cannot take part in a
  * deadlock), it reads the epoch rows again (committed or still in progress,
  * so that the first draws of a new history jump once, not once each), and
@@ -538,7 +538,7 @@ TokenRecordEpoch(Oid epoch_table, int64 floor, const TokenHistory *h,
 static void
 TokenJumpTag(LOCKTAG *tag)
 {
-	SET_LOCKTAG_ADVISORY(*tag, MyDatabaseId, DLOCK_TOKEN_CLASS, 0, 2);
+	SET_LOCKTAG_ADVISORY(*tag, MyDatabaseId, 0, 0, DLOCK_LOCKTAG_EPOCH);
 }
 
 /* a + b, saturating at the top of bigint. */

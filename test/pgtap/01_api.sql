@@ -33,6 +33,7 @@ SELECT set_eq(
           'function dlock_fence()',
           'function dlock_cleanup(interval,integer)',
           'function dlock_rebase()',
+          'function dlock_resolve_holder(name,oid,bigint)',
           'table dlock_lease',
           'table dlock_epoch',
           'sequence dlock_token_seq',
@@ -44,7 +45,7 @@ SELECT set_eq(
                        'type dlock_epoch', 'type dlock_epoch[]',
                        'type dlock_leases', 'type dlock_leases[]']
             ELSE '{}'::pg_catalog.text[] END,
-    'extension dlock owns exactly its eight functions, the two tables, the sequence and the view');
+    'extension dlock owns exactly its functions, the two tables, the sequence and the view');
 SELECT ok((SELECT e.extconfig @> ARRAY[to_regclass('dlock_lease')::pg_catalog.oid,
                                        to_regclass('dlock_token_seq')::pg_catalog.oid,
                                        to_regclass('dlock_epoch')::pg_catalog.oid]
