@@ -78,8 +78,16 @@ installcheck-isolation: submake
 	$(pg_isolation_regress_installcheck) $(ISOLATION_OPTS) $(ISOLATION)
 installcheck-tap:
 	$(prove_installcheck)
+# pgTAP runs in a scratch database of its own, made and dropped here (as
+# pg_regress does with contrib_regression): never in the database PGDATABASE
+# names.  Its files roll back what they do.
+PGTAP_DB = dlock_pgtap_regression
 installcheck-pgtap:
-	pg_prove --verbose --ext .sql -r test/pgtap
+	'$(bindir)/psql' -X -q -v ON_ERROR_STOP=1 -d postgres \
+		-c 'DROP DATABASE IF EXISTS $(PGTAP_DB)' -c 'CREATE DATABASE $(PGTAP_DB)'
+	pg_prove --verbose --ext .sql -d $(PGTAP_DB) -r test/pgtap; rc=$$?; \
+		'$(bindir)/psql' -X -q -d postgres -c 'DROP DATABASE $(PGTAP_DB)' || rc=1; \
+		exit $$rc
 
 installcheck: installcheck-pgtap
 

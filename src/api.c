@@ -302,12 +302,12 @@ dlock_cleanup(PG_FUNCTION_ARGS)
 	if (PG_ARGISNULL(1))
 		ereport(ERROR,
 				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
-				 errmsg("max_rows must not be null")));
+				 errmsg("argument \"max_rows\" must not be null")));
 	max_rows = PG_GETARG_INT32(1);
 	if (max_rows < 1)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("max_rows must be at least 1")));
+				 errmsg("argument \"max_rows\" must be at least 1")));
 	PreventCommandIfReadOnly("dlock_cleanup()");
 
 	rels = DlockGetRelations(fcinfo);

@@ -29,7 +29,7 @@ DlockRejectNull(FunctionCallInfo fcinfo, int argno, const char *what)
 	if (PG_ARGISNULL(argno))
 		ereport(ERROR,
 				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
-				 errmsg("%s must not be null", what)));
+				 errmsg("argument \"%s\" must not be null", what)));
 }
 
 /* A lock name has 1 to DLOCK_MAX_NAME_BYTES bytes. */
@@ -55,7 +55,7 @@ DlockNameArg(FunctionCallInfo fcinfo, int argno)
 {
 	text	   *name;
 
-	DlockRejectNull(fcinfo, argno, "lock name");
+	DlockRejectNull(fcinfo, argno, "name");
 	name = PG_GETARG_TEXT_PP(argno);
 	DlockCheckName(name);
 	return name;
@@ -223,12 +223,12 @@ DlockDurationArg(FunctionCallInfo fcinfo, int argno, const char *what)
 	if (DlockIntervalIsInfinite(span))
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("%s must be finite", what)));
+				 errmsg("argument \"%s\" must be finite", what)));
 	usecs = IntervalNominalUsecs(span);
 	if (usecs < 0)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("%s must not be negative", what)));
+				 errmsg("argument \"%s\" must not be negative", what)));
 	return usecs > century ? century : (int64) usecs;
 }
 

@@ -112,15 +112,20 @@ FenceColumn(Relation rel, const char *colname, const char *role,
 				(errcode(ERRCODE_UNDEFINED_COLUMN),
 				 errmsg("column \"%s\" of relation \"%s\" does not exist",
 						colname, RelationGetRelationName(rel)),
-				 errdetail("Trigger function dlock_fence() names it as the %s column.",
-						   role)));
+				 strcmp(role, "token") == 0 ?
+				 errdetail("Trigger function dlock_fence() names it as the token column.") :
+				 errdetail("Trigger function dlock_fence() names it as the lock name column.")));
 	atttype = TupleDescAttr(tupdesc, attnum - 1)->atttypid;
 	if (atttype != typid && atttype != alt_typid)
 		ereport(ERROR,
 				(errcode(ERRCODE_DATATYPE_MISMATCH),
-				 errmsg("column \"%s\" of relation \"%s\" has type %s, but the %s column must be of type %s",
+				 strcmp(role, "token") == 0 ?
+				 errmsg("column \"%s\" of relation \"%s\" has type %s, but the token column must be of type %s",
 						colname, RelationGetRelationName(rel),
-						format_type_be(atttype), role, format_type_be(typid))));
+						format_type_be(atttype), format_type_be(typid)) :
+				 errmsg("column \"%s\" of relation \"%s\" has type %s, but the lock name column must be of type %s",
+						colname, RelationGetRelationName(rel),
+						format_type_be(atttype), format_type_be(typid))));
 	return attnum;
 }
 

@@ -125,7 +125,9 @@ is "$(q -c "SELECT count(DISTINCT token) FROM job_result WHERE job = 'busy'")" 1
 	"only the holder wrote"
 
 # --- Renewal: a job longer than its TTL keeps its lease -----------------------
-worker "$work/e.out" --job long --ttl 1 --steps 8 --step-seconds 0.25
+# The job runs 5 s, long enough that the second worker (whose Python start-up
+# alone can take more than a second on a loaded machine) meets it still held.
+worker "$work/e.out" --job long --ttl 1 --steps 20 --step-seconds 0.25
 e=$bg
 await_held long 10
 sleep 1.2
@@ -133,7 +135,7 @@ sleep 1.2
 is "$?" 75 "past its first TTL, the renewed lease is still busy for others"
 reap "$e"
 is "$rc" 0 "a job longer than its TTL finishes, renewing as it goes"
-is "$(q -c "SELECT count(*) FROM job_result WHERE job = 'long'")" 8 "all its steps were written"
+is "$(q -c "SELECT count(*) FROM job_result WHERE job = 'long'")" 20 "all its steps were written"
 
 # --- Fencing: a holder that stalls past its lease is refused -----------------
 # The slow worker's step takes 1.5 s with a 1 s lease; a second worker takes

@@ -1,0 +1,371 @@
+"""The logic of a lease, shared by dlock (threads) and dlock.aio (asyncio).
+
+Nothing here does I/O.  Every operation (acquire, renew, release, fence, the
+leader's campaign) is a generator that yields what it needs done and gets
+the result sent back:
+
+- ``Execute``: statements in one transaction on the lease's own connection
+  (committed when the step returns); the first row of each, with the
+  monotonic time at which it was sent;
+- ``OnCursor``: one statement on the caller's cursor, in the caller's
+  transaction;
+- ``Sleep``: a pause that ends early, with True, when the lease's owner asks
+  the loop to stop.
+
+``dlock._drive`` runs these generators with psycopg's ``Connection`` or
+``AsyncConnection``.  A failed operation is thrown back into the generator,
+so the decisions (what is busy, what is lost, when to retry, when to give
+up) are written once, here.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import threading
+import time
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any, Callable, Generator, Optional, Tuple, TypeVar, Union
+
+import psycopg
+from psycopg import pq
+
+from ._errors import Busy, Error, LeaseLost, STALE_TOKEN_SQLSTATE, stale_token_from
+
+log = logging.getLogger("dlock")
+
+T = TypeVar("T")
+Params = Tuple[Any, ...]
+Row = Optional[Tuple[Any, ...]]
+
+
+@dataclass(frozen=True)
+class Execute:
+    """Run statements in one transaction on the lease's connection.
+
+    Sends back a list of ``(first row or None, monotonic time sent)``.  With
+    a timeout (seconds) the executor gives up with ``TimeoutError`` and drops
+    the connection.
+    """
+
+    statements: Tuple[Tuple[str, Params], ...]
+    timeout: Optional[float] = None
+
+
+@dataclass(frozen=True)
+class OnCursor:
+    """Run one statement on the caller's cursor, in the caller's transaction."""
+
+    cursor: Any
+    sql: str
+    params: Params
+
+
+@dataclass(frozen=True)
+class Sleep:
+    """Pause; sends back True if asked to stop meanwhile (or before)."""
+
+    seconds: float
+
+
+Op = Union[Execute, OnCursor, Sleep]
+Step = Generator[Op, Any, T]
+
+# The functions are found through the connection's search_path.
+ACQUIRE_SQL = "SELECT dlock_acquire(%s, %s, %s, %s)"
+RENEW_SQL = "SELECT dlock_renew(%s, %s, %s)"
+RELEASE_SQL = "SELECT dlock_release(%s, %s)"
+ASSERT_SQL = "SELECT dlock_assert(%s, %s)"
+# Read in the transaction that acquired or renewed, after it: the expiry the
+# server just set, and the server's clock now, to count the time left with a
+# monotonic clock (never the client's wall clock).
+EXPIRY_SQL = "SELECT expires_at, clock_timestamp() FROM dlock_leases WHERE name = %s"
+
+
+def seconds(value: Union[int, float, timedelta], what: str, *, zero_ok: bool) -> float:
+    """Seconds (int or float) or a timedelta, as a float; checked."""
+    if isinstance(value, timedelta):
+        s = value.total_seconds()
+    elif isinstance(value, (int, float)) and not isinstance(value, bool):
+        s = float(value)
+    else:
+        raise TypeError(f"{what} must be seconds (int or float) or a datetime.timedelta, "
+                        f"not {type(value).__name__}")
+    if not math.isfinite(s) or s < 0 or (s == 0 and not zero_ok):
+        raise ValueError(f"{what} must be {'zero or more' if zero_ok else 'more than zero'} "
+                         f"seconds and finite, not {value!r}")
+    return s
+
+
+def check_idle(status: pq.TransactionStatus) -> None:
+    """A connection handed to dlock.lease must not be inside a transaction."""
+    if status != pq.TransactionStatus.IDLE:
+        raise Error("the connection passed to dlock.lease() is inside a transaction "
+                    f"({status.name}): the acquire must commit before the block runs; "
+                    "commit or roll back first, or pass a connection string")
+
+
+class LeaseBase:
+    """The state of one lease, shared by ``dlock.Lease`` and ``dlock.aio.AsyncLease``.
+
+    Thread-safe: the renewer updates it from its own thread (or task).
+    """
+
+    name: str
+    owner: Optional[str]
+    token: int
+    expires_at: datetime
+
+    def __init__(self, name: str, ttl: float, owner: Optional[str],
+                 on_lost: Optional[Callable[[Any], object]], *, reacquire: bool = False) -> None:
+        self.name = name
+        self.owner = owner
+        self.token = 0
+        self._ttl = ttl
+        self._on_lost = on_lost
+        # Leader terms renew by acquiring again with their owner (the
+        # leader-election loop); plain leases with dlock_renew.
+        self._reacquire = reacquire
+        self._lock = threading.Lock()
+        self._sent = 0.0  # monotonic time the last confirmation was sent
+        self._deadline = 0.0  # monotonic time the lease is sure to hold until
+        self._lost_reason: Optional[str] = None
+        self._ended = False  # released or lost: no more statements for it
+
+    # --- what the application reads -------------------------------------
+
+    @property
+    def ttl(self) -> timedelta:
+        """The lease's time to live, as given."""
+        return timedelta(seconds=self._ttl)
+
+    @property
+    def lost(self) -> bool:
+        """True once the lease is known to be lost, or its deadline has passed.
+
+        The deadline is the last expiry the server confirmed, counted on a
+        monotonic clock from when that confirmation was asked for; the
+        server's lease ends no earlier.  False after a clean release.
+        """
+        with self._lock:
+            if self._lost_reason is not None:
+                return True
+            return not self._ended and time.monotonic() >= self._deadline
+
+    @property
+    def lost_reason(self) -> Optional[str]:
+        """Why the lease was lost, or None."""
+        with self._lock:
+            if self._lost_reason is None and not self._ended and time.monotonic() >= self._deadline:
+                return "not renewed before its deadline"
+            return self._lost_reason
+
+    def remaining(self) -> float:
+        """Seconds the lease is sure to be held for, from the last confirmed
+        expiry and a monotonic clock; 0.0 when lost or released."""
+        with self._lock:
+            if self._ended or self._lost_reason is not None:
+                return 0.0
+            return max(0.0, self._deadline - time.monotonic())
+
+    def __repr__(self) -> str:
+        state = "lost" if self.lost else ("released" if self._ended else "held")
+        return f"<{type(self).__name__} {self.name!r} token={self.token} {state}>"
+
+    # --- what the operations below change --------------------------------
+
+    def _confirm(self, token: int, expiry: Row, sent: float) -> None:
+        """The server confirmed token until expiry (read at monotonic ~sent)."""
+        if expiry is None:
+            raise Error(f'lease "{self.name}" is missing from dlock_leases after it was granted')
+        expires_at, server_now = expiry
+        left = (expires_at - server_now).total_seconds()
+        with self._lock:
+            self.token = token
+            self.expires_at = expires_at
+            self._sent = sent
+            self._deadline = sent + left
+
+    def _mark_lost(self, reason: str) -> bool:
+        """Mark the lease lost; the first time, tell the application."""
+        with self._lock:
+            if self._ended:  # lost already, or released cleanly
+                return False
+            self._lost_reason = reason
+            self._ended = True
+        log.warning('lease "%s" (token %d) lost: %s', self.name, self.token, reason)
+        self._notify()
+        if self._on_lost is not None:
+            try:
+                self._on_lost(self)
+            except Exception:
+                log.exception('on_lost callback of lease "%s" failed', self.name)
+        return True
+
+    def _mark_released(self) -> None:
+        with self._lock:
+            self._ended = True
+        self._notify()
+
+    def _notify(self) -> None:
+        """Wake whoever waits in wait_lost(); set by each flavour."""
+
+    def _lost_error(self) -> LeaseLost:
+        return LeaseLost(self.name, self.token, self.lost_reason or "lost")
+
+
+# --- the operations -------------------------------------------------------
+
+def acquire(lease: LeaseBase, wait: float) -> Step[None]:
+    """Take the lease (committed when this returns); Busy if it stays held."""
+    results = yield Execute((
+        (ACQUIRE_SQL, (lease.name, timedelta(seconds=lease._ttl), timedelta(seconds=wait),
+                       lease.owner)),
+        (EXPIRY_SQL, (lease.name,)),
+    ))
+    (row, _), (expiry, sent) = results
+    token = None if row is None else row[0]
+    if token is None:
+        raise Busy(lease.name, wait)
+    lease._confirm(int(token), expiry, sent)
+    log.debug('acquired lease "%s" with token %d', lease.name, token)
+
+
+def _renewal(lease: LeaseBase) -> Tuple[Tuple[str, Params], ...]:
+    ttl = timedelta(seconds=lease._ttl)
+    first: Tuple[str, Params]
+    if lease._reacquire:
+        first = (ACQUIRE_SQL, (lease.name, ttl, timedelta(0), lease.owner))
+    else:
+        first = (RENEW_SQL, (lease.name, lease.token, ttl))
+    return (first, (EXPIRY_SQL, (lease.name,)))
+
+
+def _renewed(lease: LeaseBase, row: Row) -> bool:
+    value = None if row is None else row[0]
+    if lease._reacquire:
+        # The same token back: our owner still holds it.  NULL: somebody
+        # else does.  Another token: it expired and we started a new term.
+        return value is not None and int(value) == lease.token
+    return value is True
+
+
+def _describe(e: BaseException) -> str:
+    text = str(e).strip().splitlines()
+    return f"{type(e).__name__}: {text[0] if text else ''}".rstrip(": ")
+
+
+def _stopped(lease: LeaseBase) -> None:
+    """Asked to stop: a lease past its deadline by then is lost all the same."""
+    if time.monotonic() >= lease._deadline:
+        lease._mark_lost("not renewed before its deadline")
+
+
+def renew_loop(lease: LeaseBase) -> Step[None]:
+    """Renew at a third of the TTL until asked to stop, or until lost.
+
+    A renewal that cannot get through (broken connection, failover, no
+    answer) is retried on a new connection until the deadline; then, or on
+    a renewal the server refuses, the lease is marked lost.
+    """
+    every = lease._ttl / 3
+    retry = min(max(lease._ttl / 10, 0.02), 1.0)
+    while True:
+        if (yield Sleep(max(0.0, lease._sent + every - time.monotonic()))):
+            return _stopped(lease)
+        why = "no answer from the server"
+        while True:
+            left = lease._deadline - time.monotonic()
+            if left <= 0:
+                lease._mark_lost(f"not renewed before its deadline ({why})")
+                return
+            try:
+                results = yield Execute(_renewal(lease), timeout=left)
+            except (psycopg.Error, OSError) as e:
+                why = _describe(e)
+                log.info('renewal of lease "%s" failed, retrying: %s', lease.name, why)
+                pause = min(retry, max(0.0, lease._deadline - time.monotonic()))
+                if (yield Sleep(pause)):
+                    return _stopped(lease)
+                continue
+            (row, _), (expiry, sent) = results
+            if not _renewed(lease, row):
+                lease._mark_lost("renewal refused: the lease expired or was taken over")
+                return
+            lease._confirm(lease.token, expiry, sent)
+            log.debug('renewed lease "%s" (token %d)', lease.name, lease.token)
+            break
+
+
+def release(lease: LeaseBase, propagating: bool) -> Step[None]:
+    """Give the lease back.  Raise LeaseLost if it was lost or the server
+    says it no longer held it, unless an exception is already propagating."""
+    if lease._ended and lease._lost_reason is None:
+        return  # released already
+    if lease._lost_reason is None:
+        try:
+            try:
+                results = yield Execute(((RELEASE_SQL, (lease.name, lease.token)),))
+            except psycopg.OperationalError as e:
+                # The connection broke (a restart, a failover, a cut): once
+                # more on a new one.  Had the first attempt committed, this
+                # one says false, and the caller hears LeaseLost: never the
+                # other way round.
+                log.info('release of lease "%s" failed, retrying: %s', lease.name, _describe(e))
+                results = yield Execute(((RELEASE_SQL, (lease.name, lease.token)),))
+        except Exception:
+            if not propagating:
+                raise
+            log.exception('release of lease "%s" failed (it will expire on its own)', lease.name)
+            return
+        row = results[0][0]
+        if row is not None and row[0] is True:
+            lease._mark_released()
+            log.debug('released lease "%s" (token %d)', lease.name, lease.token)
+            return
+        lease._mark_lost("release refused: the lease expired or changed hands before the "
+                         "block ended (the critical section overran its lease)")
+    if not propagating:
+        raise lease._lost_error()
+
+
+def check_fence_cursor(autocommit: bool, status: pq.TransactionStatus) -> None:
+    if autocommit and status == pq.TransactionStatus.IDLE:
+        raise Error("Lease.fence() needs a transaction: on an autocommit connection, "
+                    "call it inside conn.transaction(), with the fenced writes")
+
+
+def fence(lease: LeaseBase, cursor: Any, autocommit: bool, status: pq.TransactionStatus) -> Step[None]:
+    """Declare the lease's token in the cursor's transaction (dlock_assert)."""
+    check_fence_cursor(autocommit, status)
+    try:
+        yield OnCursor(cursor, ASSERT_SQL, (lease.name, lease.token))
+    except psycopg.Error as e:
+        if e.sqlstate != STALE_TOKEN_SQLSTATE:
+            raise
+        lease._mark_lost("the server refused its token as stale")
+        raise stale_token_from(e, lease.name, lease.token) from e
+
+
+def pause(seconds: float) -> Step[bool]:
+    """Sleep; True if asked to stop."""
+    stopped = yield Sleep(seconds)
+    return bool(stopped)
+
+
+def campaign(lease: LeaseBase, retry: float) -> Step[bool]:
+    """Acquire with the lease's owner until elected (True) or stopped (False).
+
+    Busy and connection failures alike are retried every ``retry`` seconds.
+    """
+    while True:
+        try:
+            yield from acquire(lease, 0.0)
+            return True
+        except Busy:
+            pass
+        except (psycopg.Error, OSError) as e:
+            log.info('campaign for "%s" failed, retrying: %s', lease.name, _describe(e))
+        if (yield Sleep(retry)):
+            return False

@@ -1,0 +1,112 @@
+"""examples/fastapi_app.py, driven by FastAPI's TestClient against the real
+database.  Each TestClient is a replica: an app with an event loop of its own."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import sys
+import threading
+import time
+from typing import Any, Dict, List
+
+import psycopg
+from fastapi.testclient import TestClient
+from httpx import Response
+
+from _proxy import wait_for
+
+# The repository's examples/, or where DLOCK_EXAMPLES says (the test script
+# runs a copy of these tests).
+sys.path.insert(0, os.environ.get("DLOCK_EXAMPLES") or os.path.join(
+    os.path.dirname(os.path.abspath(__file__)), "..", "..", "..", "examples"))
+import fastapi_app  # noqa: E402
+
+Conn = "psycopg.Connection[Any]"
+URL = "/jobs/nightly-report"
+
+
+def lease_state(admin: Conn) -> Any:
+    return admin.execute("SELECT held, token FROM dlock_leases WHERE name = %s",
+                         (fastapi_app.JOB,)).fetchone()
+
+
+def post_in_thread(client: TestClient, out: Dict[str, Response]) -> threading.Thread:
+    def run() -> None:
+        out["response"] = client.post(URL)
+    t = threading.Thread(target=run)
+    t.start()
+    return t
+
+
+def test_two_concurrent_requests_give_one_200_and_one_409(dsn: str, admin: Conn) -> None:
+    gate = threading.Event()
+    ran: List[int] = []
+
+    async def gated_job() -> str:
+        ran.append(1)
+        await asyncio.to_thread(gate.wait, 60)  # the loop (and the renewer) keep running
+        return "gated report"
+
+    with TestClient(fastapi_app.create_app(dsn, ttl=2, job=gated_job)) as a, \
+            TestClient(fastapi_app.create_app(dsn, ttl=2, job=gated_job)) as b:
+        out_a: Dict[str, Response] = {}
+        out_b: Dict[str, Response] = {}
+        ta, tb = post_in_thread(a, out_a), post_in_thread(b, out_b)
+        try:
+            wait_for(lambda: "response" in out_a or "response" in out_b, 60, "the first answer")
+            first = out_a.get("response") or out_b.get("response")
+            assert first is not None and first.status_code == 409
+            assert first.json() == {"detail": "nightly-report is already running"}
+            time.sleep(3)  # past the TTL: the running job's lease is renewed
+            assert lease_state(admin)[0] is True
+        finally:
+            gate.set()
+            ta.join(60)
+            tb.join(60)
+    statuses = sorted([out_a["response"].status_code, out_b["response"].status_code])
+    assert statuses == [200, 409]
+    ok = out_a["response"] if out_a["response"].status_code == 200 else out_b["response"]
+    body = ok.json()
+    assert body["job"] == "nightly-report" and body["report"] == "gated report"
+    assert ran == [1], "the job ran twice"
+    assert admin.execute("SELECT token, body FROM report WHERE job = 'nightly-report'"
+                         ).fetchone() == (body["token"], "gated report")
+    assert lease_state(admin)[0] is False
+
+
+def test_a_stalled_run_taken_over_is_refused_and_reports_the_loss(dsn: str, admin: Conn) -> None:
+    stalled = threading.Event()
+    wake = threading.Event()
+
+    async def stalling_job() -> str:
+        stalled.set()
+        wake.wait(60)  # blocks the replica's whole event loop, renewer included
+        return "stale report"
+
+    async def quick_job() -> str:
+        return "fresh report"
+
+    with TestClient(fastapi_app.create_app(dsn, ttl=1, job=stalling_job)) as a, \
+            TestClient(fastapi_app.create_app(dsn, ttl=30, job=quick_job)) as b:
+        out_a: Dict[str, Response] = {}
+        ta = post_in_thread(a, out_a)
+        try:
+            assert stalled.wait(60)
+            held, stale_token = lease_state(admin)
+            assert held is True
+            wait_for(lambda: lease_state(admin)[0] is False, 60,
+                     "the stalled run's lease to expire")
+            # Another replica takes the job over and stores its report.
+            fresh = b.post(URL)
+            assert fresh.status_code == 200, fresh.text
+            assert fresh.json()["token"] > stale_token
+        finally:
+            # The stalled run wakes up: its write is refused, its request says so.
+            wake.set()
+            ta.join(60)
+    stale = out_a["response"]
+    assert stale.status_code == 503, stale.text
+    assert "lost its lease" in stale.json()["detail"]
+    assert admin.execute("SELECT token, body FROM report WHERE job = 'nightly-report'"
+                         ).fetchone() == (fresh.json()["token"], "fresh report")

@@ -1,0 +1,7 @@
+#!/usr/bin/env bash
+# test/scripts/messages.sh: every message dlock shows a user follows the
+# Error Message Style Guide and is on the reviewed list; one suite of "make
+# check".  The work and the rules are in messages.py.  Needs no database.
+set -uo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+exec /usr/bin/python3 "$here/messages.py"
