@@ -268,7 +268,6 @@ TokenCheckCounter(Oid seqoid)
 	HeapTuple	tuple;
 	Form_pg_sequence seq;
 	const char *name = get_rel_name(seqoid);
-	const char *hint = "Restore the settings with ALTER SEQUENCE ... AS bigint INCREMENT 1 NO MAXVALUE CACHE 1 NO CYCLE.";
 
 	tuple = SearchSysCache1(SEQRELID, ObjectIdGetDatum(seqoid));
 	if (!HeapTupleIsValid(tuple))
@@ -279,29 +278,29 @@ TokenCheckCounter(Oid seqoid)
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 				 errmsg("sequence \"%s\" of extension \"dlock\" could hand out tokens out of order", name),
-				 errdetail("Its CACHE is " INT64_FORMAT "; backends would hand out cached values out of order.",
-						   seq->seqcache),
-				 errhint("%s", hint)));
+				 errdetail("Its CACHE is %lld; backends would hand out cached values out of order.",
+						   (long long) seq->seqcache),
+				 errhint("Restore the settings with ALTER SEQUENCE ... AS bigint INCREMENT 1 NO MAXVALUE CACHE 1 NO CYCLE.")));
 	if (seq->seqcycle)
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 				 errmsg("sequence \"%s\" of extension \"dlock\" could hand out a token twice", name),
 				 errdetail("It is set to CYCLE, so it would start again at its minimum."),
-				 errhint("%s", hint)));
+				 errhint("Restore the settings with ALTER SEQUENCE ... AS bigint INCREMENT 1 NO MAXVALUE CACHE 1 NO CYCLE.")));
 	if (seq->seqincrement <= 0)
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 				 errmsg("sequence \"%s\" of extension \"dlock\" could hand out tokens that go down", name),
-				 errdetail("Its INCREMENT is " INT64_FORMAT "; tokens must rise.",
-						   seq->seqincrement),
-				 errhint("%s", hint)));
+				 errdetail("Its INCREMENT is %lld; tokens must rise.",
+						   (long long) seq->seqincrement),
+				 errhint("Restore the settings with ALTER SEQUENCE ... AS bigint INCREMENT 1 NO MAXVALUE CACHE 1 NO CYCLE.")));
 	if (seq->seqmax < PG_INT64_MAX)
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 				 errmsg("sequence \"%s\" of extension \"dlock\" could run out of tokens", name),
-				 errdetail("Its MAXVALUE is " INT64_FORMAT "; tokens need the whole range of bigint.",
-						   seq->seqmax),
-				 errhint("%s", hint)));
+				 errdetail("Its MAXVALUE is %lld; tokens need the whole range of bigint.",
+						   (long long) seq->seqmax),
+				 errhint("Restore the settings with ALTER SEQUENCE ... AS bigint INCREMENT 1 NO MAXVALUE CACHE 1 NO CYCLE.")));
 	ReleaseSysCache(tuple);
 }
 
