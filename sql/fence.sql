@@ -4,6 +4,14 @@
 \set SHOW_CONTEXT never
 DROP EXTENSION dlock;
 CREATE EXTENSION dlock;
+-- Tokens count from 1, as in 1.0: pin the token epoch to this history at
+-- floor 0, so that no first draw jumps to the clock (docs/tokens.md).
+INSERT INTO dlock_epoch
+SELECT 0, c.system_identifier,
+       ('x' || substr(pg_walfile_name(pg_current_wal_insert_lsn()), 1, 8))::bit(32)::int,
+       d.oid, pg_relation_filenode('dlock_token_seq'), clock_timestamp(), 'test'
+  FROM pg_control_system() AS c, pg_database AS d
+ WHERE d.datname = current_database();
 SELECT dlock_acquire('payout', '1 min') AS t1 \gset
 
 -- Guarded UPDATE: the row changes only while the token holds the lease.

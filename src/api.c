@@ -2,7 +2,7 @@
  *
  * api.c
  *		The SQL-callable functions of dlock (except the dlock_fence trigger,
- *		which lives in fence.c).
+ *		which lives in fence.c, and dlock_rebase, in token.c).
  *
  * None of them is STRICT; every argument is checked before
  * anything is looked at or changed (args.c).
@@ -26,6 +26,7 @@ PG_FUNCTION_INFO_V1(dlock_check);
 PG_FUNCTION_INFO_V1(dlock_assert);
 PG_FUNCTION_INFO_V1(dlock_cleanup);
 PG_FUNCTION_INFO_V1(dlock_fence);
+PG_FUNCTION_INFO_V1(dlock_rebase);
 PG_FUNCTION_INFO_V1(dlock_resolve_holder);
 
 /* Would an acquire by owner renew this (held) lease rather than wait? */
@@ -146,6 +147,7 @@ dlock_acquire(PG_FUNCTION_ARGS)
 			{
 				LeaseSetExpiry(rels, name, &lease,
 							   DlockExpiryArg(fcinfo, 1, now));
+				ForceDurableCommit();
 				token = lease.token;
 			}
 			else if (!LeaseIsHeld(&lease, now) &&
@@ -155,7 +157,7 @@ dlock_acquire(PG_FUNCTION_ARGS)
 
 				/* Every check comes before the token is drawn. */
 				CheckLeaseQuota(rels, now);
-				token = TokenDraw(rels);
+				token = TokenDraw(rels, lease.found ? lease.token : 0);
 				LeaseWriteNew(rels, name, &lease, token, owner, now,
 							  expires_at);
 			}
@@ -252,6 +254,8 @@ dlock_renew(PG_FUNCTION_ARGS)
 	if (!LockLeaseOfHolder(rels, name, token, "renew", &lease, &now))
 		PG_RETURN_BOOL(false);
 	LeaseSetExpiry(rels, name, &lease, DlockExpiryArg(fcinfo, 2, now));
+	/* A renewal lost in a crash or failover would end the lease early. */
+	ForceDurableCommit();
 	PG_RETURN_BOOL(true);
 }
 

@@ -17,6 +17,8 @@
  *		  varlena macros must be included from it (some other headers pull
  *		  it in, which is why only wait.c broke, and only on 18).
  *		- INTERVAL_NOT_FINITE: infinite intervals arrive in 17.
+ *		- rd_locator and object_ownercheck() replace rd_node and
+ *		  pg_extension_ownercheck() in 16 (token.c; 18 builds with them).
  *
  *-------------------------------------------------------------------------
  */
@@ -53,6 +55,25 @@
 #define DlockCurrentTimeLine() GetWALInsertionTimeLine()
 #else
 #define DlockCurrentTimeLine() ThisTimeLineID
+#endif
+
+/* The counter's relfilenode: rd_node before PostgreSQL 16, rd_locator after. */
+#if PG_VERSION_NUM >= 160000
+#define DlockRelFileNumber(rel) ((Oid) (rel)->rd_locator.relNumber)
+#else
+#define DlockRelFileNumber(rel) ((rel)->rd_node.relNode)
+#endif
+
+/* Is the role the extension's owner (or a superuser)? */
+#if PG_VERSION_NUM >= 160000
+#include "catalog/pg_extension.h"
+#include "utils/acl.h"
+#define DlockExtensionOwnercheck(extoid, roleid) \
+	object_ownercheck(ExtensionRelationId, (extoid), (roleid))
+#else
+#include "utils/acl.h"
+#define DlockExtensionOwnercheck(extoid, roleid) \
+	pg_extension_ownercheck((extoid), (roleid))
 #endif
 
 /* EmitWarningsOnPlaceholders() was renamed in PostgreSQL 15. */

@@ -78,7 +78,12 @@
  *
  * Tokens come from @extschema@.dlock_token_seq (CACHE 1, NO CYCLE), drawn
  * only while both locks of a hand-over are held; token.c says how they stay
- * above every earlier token through crashes, failover and PITR.
+ * above every earlier token, whatever happens to the database.  A draw that
+ * must jump takes one more lock, DLOCK_LOCKTAG_EPOCH in ExclusiveLock,
+ * last, and gives it back before it returns.  While holding it, a draw
+ * waits for nothing but the table locks of dlock's own relations, so only
+ * a transaction that holds DDL locks on them and then acquires could
+ * deadlock with it.
  *
  * Holders.  From 1.1 on, a lease row records its holder role as an OID
  * (role_oid) together with the system identifier of the cluster where that
@@ -212,7 +217,9 @@ extern int	LeaseCountHeldByRole(const DlockRelations *rels, Oid role,
 
 /* token.c */
 extern void TokenInit(void);
-extern int64 TokenDraw(const DlockRelations *rels);
+extern int64 TokenDraw(const DlockRelations *rels, int64 last);
+extern void ForceDurableCommit(void);
+extern PGDLLEXPORT Datum dlock_rebase(PG_FUNCTION_ARGS);
 
 /* wait.c */
 extern void NameLockTag(text *name, LOCKTAG *tag);

@@ -32,21 +32,25 @@ SELECT set_eq(
           'function dlock_assert(text,bigint)',
           'function dlock_fence()',
           'function dlock_cleanup(interval,integer)',
+          'function dlock_rebase()',
           'function dlock_resolve_holder(name,oid,bigint)',
           'table dlock_lease',
+          'table dlock_epoch',
           'sequence dlock_token_seq',
           'view dlock_leases']
     -- PostgreSQL 18 also records the row types of the table and the view
     -- (and their array types) as members of the extension.
     || CASE WHEN pg_catalog.current_setting('server_version_num')::pg_catalog.int4 >= 180000
             THEN ARRAY['type dlock_lease', 'type dlock_lease[]',
+                       'type dlock_epoch', 'type dlock_epoch[]',
                        'type dlock_leases', 'type dlock_leases[]']
             ELSE '{}'::pg_catalog.text[] END,
-    'extension dlock owns exactly its functions, the table, the sequence and the view');
+    'extension dlock owns exactly its functions, the two tables, the sequence and the view');
 SELECT ok((SELECT e.extconfig @> ARRAY[to_regclass('dlock_lease')::pg_catalog.oid,
-                                       to_regclass('dlock_token_seq')::pg_catalog.oid]
+                                       to_regclass('dlock_token_seq')::pg_catalog.oid,
+                                       to_regclass('dlock_epoch')::pg_catalog.oid]
              FROM pg_catalog.pg_extension AS e WHERE e.extname = 'dlock'),
-          'table dlock_lease and sequence dlock_token_seq are dumped by pg_dump (pg_extension_config_dump)');
+          'tables dlock_lease and dlock_epoch and sequence dlock_token_seq are dumped by pg_dump (pg_extension_config_dump)');
 
 -- ---------------------------------------------------------------------------
 -- dlock_acquire(name text, ttl interval, wait interval DEFAULT '0', owner text DEFAULT NULL) RETURNS bigint

@@ -1,7 +1,7 @@
 
 # Leases and the fencing token counter survive a clean restart, a crash
-# (immediate stop), and a crash right after an acquire made with
-# synchronous_commit = off.
+# (immediate stop), and a crash right after an acquire or a renewal made
+# with synchronous_commit = off.
 #
 # After each restart: the leases taken before are still held with the same
 # token and owner; another caller cannot take them; the owner's acquire
@@ -202,6 +202,41 @@ INSERT INTO async_control VALUES ($round);});
 }
 ok($control_lost,
 	'async: the crash lost an asynchronous commit made after the acquire');
+
+# 4. dlock_renew commits the way dlock_acquire does: with synchronous_commit
+# = off set by the caller, and even set again by SET LOCAL after the call,
+# the renewed expiry survives a crash that loses an asynchronous commit made
+# after it.
+my $renew_lost = 0;
+for my $round (1 .. 3)
+{
+	my $name = "renew$round";
+	my $t = acquire($name);
+	sql('CHECKPOINT');
+	my $out = sql(
+		qq{SET synchronous_commit = off;
+BEGIN;
+SELECT dlock_renew('$name', $t, '5 hours');
+SET LOCAL synchronous_commit = off;
+COMMIT;
+SHOW synchronous_commit;
+INSERT INTO async_control VALUES (100 + $round);});
+	is($out, "t\noff", "$name: renewed with synchronous_commit = off");
+
+	$node->stop('immediate');
+	$node->start;
+	is( sql("SELECT held, token, expires_at > now() + interval '4 hours' FROM dlock_leases WHERE name = '$name'"),
+		"t|$t|t",
+		"$name: the renewed expiry survived the crash");
+	if (sql('SELECT count(*) FROM async_control WHERE id = ' . (100 + $round)) eq '0')
+	{
+		$renew_lost = 1;
+		last;
+	}
+	note "$name: the control row survived the crash; trying again";
+}
+ok($renew_lost,
+	'renew: the crash lost an asynchronous commit made after the renewal');
 
 $node->stop;
 

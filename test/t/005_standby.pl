@@ -7,8 +7,9 @@
 #    reading dlock_leases works and shows the primary's leases.
 # 2. An acquire made with synchronous_commit = off on the primary still
 #    waits for the synchronous standby (seen in pg_stat_activity as a
-#    SyncRep wait while the standby is down), while an ordinary asynchronous
-#    commit and a release do not wait.
+#    SyncRep wait while the standby is down), and so does a dlock_renew
+#    followed by SET LOCAL synchronous_commit = local, while an ordinary
+#    asynchronous commit and a release do not wait.
 # 3. A stream of acquisitions with synchronous_commit = off, then the
 #    primary dies (SIGKILL) right after an acquire, with an asynchronous
 #    commit behind it that never left the primary (its WAL writer is
@@ -200,6 +201,33 @@ $kept{'sync/while-down'} = $t_down;
 cmp_ok($t_down, '>', max_of(@returned[ 0 .. $#returned - 1 ]),
 	'standby back: the token beats the earlier ones');
 $primary->wait_for_catchup($standby);
+
+# dlock_renew commits the way dlock_acquire does: it waits for the
+# synchronous standby too, even with a SET LOCAL after the call.
+$standby->stop;
+$session->{stdin} .= "BEGIN; SELECT dlock_renew('sync/while-down', $t_down, '2 hours'); SET LOCAL synchronous_commit = local; COMMIT;\n";
+$session->{run}->pump_nb;
+$wait_event = '';
+$deadline = time + 30;
+while (time < $deadline)
+{
+	$wait_event =
+	  sql($primary, "SELECT wait_event FROM pg_stat_activity WHERE pid = $pid");
+	last if $wait_event eq 'SyncRep';
+	$session->{run}->pump_nb;
+	last if $session->{stdout} =~ /^t$/m;    # returned without waiting
+	select(undef, undef, undef, 0.05);
+}
+is($wait_event, 'SyncRep',
+	'standby down: the renewal waits for the synchronous standby');
+$standby->start;
+my ($renewed) = split /\n/, $session->query_safe('SHOW synchronous_commit');
+is($renewed, 't', 'standby back: the renewal returned true');
+$primary->wait_for_catchup($standby);
+is( sql($standby,
+		"SELECT expires_at > now() + interval '90 minutes' FROM dlock_leases WHERE name = 'sync/while-down'"),
+	't',
+	'standby: it has the renewed expiry');
 
 # 3. A stream of acquisitions with synchronous_commit = off, some released;
 # then failover.

@@ -3,10 +3,11 @@
 # primary died with WAL the standby never got, and point-in-time recovery to
 # a point before the end of a burst of acquisitions.
 #
-# Tokens carry the timeline as an epoch: on timeline T they are at least
-# (T - 1) << 44 (src/token.c).  The WAL that did not survive takes the
-# counter's progress with it; the controls below show that the counter of
-# the new primary is behind tokens the old primary handed out, and the
+# Tokens jump at the first draw of every new history (src/token.c): on a
+# new timeline the counter moves up to the server clock in microseconds, and
+# the jump is recorded in dlock_epoch.  The WAL that did not survive takes
+# the counter's progress with it; the controls below show that the counter
+# of the new primary is behind tokens the old primary handed out, and the
 # checks that every new token is greater than all of them anyway.
 #
 # 1. Asynchronous standby: replication is cut, the primary runs a burst of
@@ -26,7 +27,6 @@ use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
 
-my $epoch = 1 << 44;
 
 my $primary = PostgreSQL::Test::Cluster->new('primary');
 $primary->init(allows_streaming => 1, has_archiving => 1);
@@ -57,6 +57,23 @@ sub timeline
 my @handed;    # every token the old primary handed out
 my %kept;      # name => token of the leases taken before the backup
 
+# The server clock in microseconds since 1970.
+sub clock_usecs
+{
+	my ($node) = @_;
+	return sql($node,
+		q{SELECT (extract(epoch FROM clock_timestamp()) * 1000000)::bigint});
+}
+
+# The timeline of the latest jump recorded.
+sub jump_timeline
+{
+	my ($node) = @_;
+	return sql($node,
+		'SELECT timeline FROM dlock_epoch ORDER BY floor DESC LIMIT 1');
+}
+
+my $clock_before = clock_usecs($primary);
 sql($primary, 'CREATE EXTENSION dlock');
 for my $i (1 .. 5)
 {
@@ -70,7 +87,9 @@ for my $name ('before/1', 'before/2')
 	push @handed, $kept{$name};
 }
 is(timeline($primary), '1', 'primary: on timeline 1');
-cmp_ok(max_of(@handed), '<', $epoch, 'primary: its tokens are below 1 << 44');
+cmp_ok($handed[0], '>', $clock_before,
+	'primary: the first draw jumped above the server clock');
+is(jump_timeline($primary), '1', 'primary: the jump is recorded on timeline 1');
 
 $primary->backup('base');
 
@@ -106,7 +125,6 @@ $session->quit;
 push @handed, @first_half, @second_half;
 my $max_handed = max_of(@handed);
 is($max_handed, $second_half[-1], 'primary: the burst ends with the highest token');
-cmp_ok($max_handed, '<', $epoch, 'primary: still below 1 << 44');
 
 # Archive the burst's WAL for the PITR case, then kill the primary.
 my $walfile = sql($primary, 'SELECT pg_walfile_name(pg_current_wal_lsn())');
@@ -139,8 +157,7 @@ for my $i (1 .. 3)
 }
 cmp_ok($standby_tokens[0], '>', $max_handed,
 	'standby: the first new token beats every token the old primary handed out');
-cmp_ok($standby_tokens[0], '>=', $epoch,
-	'standby: tokens on timeline 2 are at least 1 << 44');
+is(jump_timeline($standby), '2', 'standby: jumped on timeline 2');
 ok($standby_tokens[1] > $standby_tokens[0] && $standby_tokens[2] > $standby_tokens[1],
 	'standby: tokens keep growing');
 is( sql($standby, q{SELECT string_agg(name || '=' || token, ',' ORDER BY name) FROM dlock_leases WHERE name LIKE 'before/%' AND held}),
@@ -177,8 +194,7 @@ is(timeline($pitr), '2', 'pitr: on a new timeline');
 my $pitr_first = sql($pitr, q{SELECT dlock_acquire('burst/60', '1 hour')});
 cmp_ok($pitr_first, '>', $max_handed,
 	'pitr: the first new token beats every token the old primary handed out');
-cmp_ok($pitr_first, '>=', $epoch,
-	'pitr: tokens on timeline 2 are at least 1 << 44');
+is(jump_timeline($pitr), '2', 'pitr: jumped on its timeline 2');
 my $pitr_second = sql($pitr, q{SELECT dlock_acquire('burst/21', '1 hour')});
 cmp_ok($pitr_second, '>', $pitr_first, 'pitr: tokens keep growing');
 is( sql($pitr, q{SELECT held, token FROM dlock_leases WHERE name = 'burst/20'}),
