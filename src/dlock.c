@@ -112,11 +112,13 @@ DlockCheckLeaseTable(Oid relid)
 
 /*
  * The extension's relations, found in the schema of the function that is
- * being called.
+ * being called.  Every SQL-callable function comes here before it takes or
+ * trusts a lock, so the transaction guard (declare.c) is applied here.
  */
 const DlockRelations *
 DlockGetRelations(FunctionCallInfo fcinfo)
 {
+	DlockXactGuard();
 	if (!cached_relations_valid)
 	{
 		Oid			nspid;
