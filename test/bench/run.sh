@@ -5,7 +5,8 @@
 #
 # One run, contenders alternating within every cell, ROUNDS rounds; medians
 # and the ratios the performance targets are stated in.  Then the waiting
-# benchmark (wait.py) and the churn/bloat benchmark (bloat.sh).
+# benchmark (wait.py), the churn/bloat benchmark (bloat.sh) and the cost of
+# the fence trigger (fence.sh).
 #
 # Environment: DLOCK_BENCH_SECONDS (per pgbench run, default 5),
 # DLOCK_BENCH_ROUNDS (default 3), DLOCK_BENCH_CLIENTS (default 8),
@@ -251,5 +252,9 @@ bash "$here/profile.sh"
 echo
 echo "churn (test/bench/bloat.sh):"
 bash "$here/bloat.sh"
+
+echo
+echo "fencing cost (test/bench/fence.sh):"
+bash "$here/fence.sh"
 
 psql -X -q -d postgres -c "DROP DATABASE IF EXISTS $DB WITH (FORCE)"
