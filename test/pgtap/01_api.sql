@@ -34,8 +34,9 @@ SELECT set_eq(
           'function dlock_cleanup(interval,integer)',
           'table dlock_lease',
           'sequence dlock_token_seq',
-          'view dlock_leases'],
-    'extension dlock owns exactly its seven functions, the table, the sequence and the view');
+          'view dlock_leases',
+          'view dlock_fenced_tables'],
+    'extension dlock owns exactly its seven functions, the table, the sequence and the views');
 SELECT ok((SELECT e.extconfig @> ARRAY[to_regclass('dlock_lease')::pg_catalog.oid,
                                        to_regclass('dlock_token_seq')::pg_catalog.oid]
              FROM pg_catalog.pg_extension AS e WHERE e.extname = 'dlock'),
