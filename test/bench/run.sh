@@ -21,6 +21,10 @@
 set -uo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
+# DLOCK_BENCH_ONLY=fence: only the cost of the fence trigger (fence.sh).
+if [ "${DLOCK_BENCH_ONLY:-}" = fence ]; then
+	exec bash "$here/fence.sh"
+fi
 T=${DLOCK_BENCH_SECONDS:-5}
 ROUNDS=${DLOCK_BENCH_ROUNDS:-3}
 C=${DLOCK_BENCH_CLIENTS:-8}
