@@ -152,6 +152,21 @@ SELECT dlock_assert('job', :t3);
 INSERT INTO ev VALUES (12, 0, :t2);
 ROLLBACK;
 \set VERBOSITY default
+-- The same move under a trigger created the 1.0 way (no BEFORE DELETE).
+CREATE TABLE ev10 (day int, v int, token bigint) PARTITION BY RANGE (day);
+CREATE TABLE ev10_a PARTITION OF ev10 FOR VALUES FROM (0) TO (10);
+CREATE TABLE ev10_b PARTITION OF ev10 FOR VALUES FROM (10) TO (20);
+CREATE TRIGGER ev10_fence BEFORE INSERT OR UPDATE ON ev10
+  FOR EACH ROW EXECUTE FUNCTION dlock_fence('job', 'token');
+INSERT INTO ev10 VALUES (1, 0, :t3);
+SELECT dlock_release('job', :t3);
+SELECT dlock_acquire('job', '1 min') AS t4 \gset
+UPDATE ev10 SET day = 11;
+BEGIN;
+SELECT dlock_assert('job', :t4);
+UPDATE ev10 SET day = 11;
+COMMIT;
+SELECT tableoid::regclass, day, token = :t3 AS old_token_kept FROM ev10;
 
 -- What the triggers fence.
 CREATE TABLE old_style (id int, token bigint);
@@ -183,7 +198,7 @@ DROP TABLE bad;
 CREATE TABLE scratch (x int);
 BEGIN;
 INSERT INTO scratch VALUES (1);
-SELECT dlock_check('job', :t3);
+SELECT dlock_check('job', :t4);
 PREPARE TRANSACTION 'dlock_regress';
 SELECT count(*) AS prepared FROM pg_prepared_xacts WHERE gid = 'dlock_regress';
 SELECT count(*) AS rolled_back FROM scratch;
@@ -210,14 +225,14 @@ SET parallel_setup_cost = 0;
 SET parallel_tuple_cost = 0;
 SET min_parallel_table_scan_size = 0;
 SET max_parallel_workers_per_gather = 2;
-SELECT count(*) FROM big WHERE check_wrapper(:t3);
+SELECT count(*) FROM big WHERE check_wrapper(:t4);
 \echo :LAST_ERROR_SQLSTATE
 RESET parallel_setup_cost;
 RESET parallel_tuple_cost;
 RESET min_parallel_table_scan_size;
 RESET max_parallel_workers_per_gather;
 
-DROP TABLE acct, run, ev, old_style, disabled, scratch, big;
+DROP TABLE acct, run, ev, ev10, old_style, disabled, scratch, big;
 DROP FUNCTION check_wrapper(bigint);
 
 -- A database still on 1.0 keeps working under the 1.1 library, the

@@ -18,6 +18,14 @@
 #error "dlock requires PostgreSQL 14 or later"
 #endif
 
+/*
+ * The varlena macros (VARDATA_ANY, VARSIZE_ANY_EXHDR, ...) live in varatt.h
+ * from PostgreSQL 16 on; before, postgres.h declares them.
+ */
+#if PG_VERSION_NUM >= 160000
+#include "varatt.h"
+#endif
+
 /* Infinite intervals exist from PostgreSQL 17 on. */
 #if PG_VERSION_NUM >= 170000
 #define DlockIntervalIsInfinite(i) INTERVAL_NOT_FINITE(i)

@@ -38,6 +38,7 @@
 #include "utils/builtins.h"
 #include "utils/memutils.h"
 
+#include "compat.h"
 #include "dlock.h"
 
 /* One declaration: a token for a lock name, made by a subtransaction. */

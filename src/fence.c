@@ -16,6 +16,7 @@
 
 #include "access/htup_details.h"
 #include "catalog/partition.h"
+#include "catalog/pg_trigger.h"
 #include "catalog/pg_type.h"
 #include "commands/trigger.h"
 #include "executor/spi.h"
@@ -23,6 +24,7 @@
 #include "utils/builtins.h"
 #include "utils/rel.h"
 
+#include "compat.h"
 #include "dlock.h"
 
 /* Raise LK001 for a token that does not hold the lease, saying why. */
@@ -116,6 +118,7 @@ typedef struct FenceConfig
 	int			token_attnum;	/* 0 for a TRUNCATE trigger */
 	int			lock_attnum;	/* 0 when the lock name is constant */
 	text	   *lock;			/* the constant lock name */
+	Oid			fn_oid;			/* dlock_fence's own OID */
 } FenceConfig;
 
 /* Why a write has no writer's token: each case has its own detail. */
@@ -169,6 +172,7 @@ FenceConfigure(TriggerData *trigdata, FenceConfig *cfg)
 	bool		by_column;
 
 	cfg->rel = trigdata->tg_relation;
+	cfg->fn_oid = InvalidOid;
 	truncate = TRIGGER_FIRED_BY_TRUNCATE(event);
 	if (!TRIGGER_FIRED_BEFORE(event) ||
 		(truncate ? !TRIGGER_FIRED_FOR_STATEMENT(event) :
@@ -327,6 +331,30 @@ FenceMoveLockIs(const char *buf, int len, text *lock)
 		memcmp(buf, VARDATA_ANY(lock), len) == 0;
 }
 
+/*
+ * Does a dlock_fence trigger fire BEFORE DELETE FOR EACH ROW on rel?  Not
+ * for triggers created the 1.0 way (BEFORE INSERT OR UPDATE).
+ */
+static bool
+FenceRelFencesDelete(Relation rel, Oid fn_oid)
+{
+	TriggerDesc *trigdesc = rel->trigdesc;
+	int			i;
+
+	if (trigdesc == NULL || !trigdesc->trig_delete_before_row)
+		return false;
+	for (i = 0; i < trigdesc->numtriggers; i++)
+	{
+		Trigger    *t = &trigdesc->triggers[i];
+
+		if (t->tgfoid == fn_oid && t->tgenabled != TRIGGER_DISABLED &&
+			TRIGGER_FOR_ROW(t->tgtype) && TRIGGER_FOR_BEFORE(t->tgtype) &&
+			TRIGGER_FOR_DELETE(t->tgtype))
+			return true;
+	}
+	return false;
+}
+
 /* The root of the partition tree relid belongs to. */
 static Oid
 FencePartitionRoot(Oid relid)
@@ -423,7 +451,9 @@ FenceUpdate(const DlockRelations *rels, const FenceConfig *cfg,
 		move->new_writer = new_writer;
 		FenceMoveSetLock(move->old_lock, &move->old_len, old_lock);
 		FenceMoveSetLock(move->new_lock, &move->new_len, new_lock);
-		move->stage = FENCE_MOVE_DELETE;
+		/* Without a fenced DELETE (a 1.0 trigger) the INSERT comes next. */
+		move->stage = FenceRelFencesDelete(cfg->rel, cfg->fn_oid) ?
+			FENCE_MOVE_DELETE : FENCE_MOVE_INSERT;
 	}
 	return newtuple;
 }
@@ -478,6 +508,7 @@ dlock_fence(PG_FUNCTION_ARGS)
 				(errcode(ERRCODE_E_R_I_E_TRIGGER_PROTOCOL_VIOLATED),
 				 errmsg("function \"dlock_fence\" was not called by trigger manager")));
 	FenceConfigure(trigdata, &cfg);
+	cfg.fn_oid = fcinfo->flinfo->fn_oid;
 	PreventCommandDuringRecovery("dlock_fence()");
 	rels = DlockGetRelations(fcinfo);
 
