@@ -33,15 +33,32 @@ PG_CFLAGS = -Wall -Wextra -Wno-unused-parameter
 
 PG_CONFIG ?= pg_config
 
-# "make check", "make demo" and "make bench" drive a whole run from a clean
-# machine (packages, build, install, a throwaway cluster): they do not need
-# PGXS themselves, and must not collide with its own "check" target.
-DRIVER_GOALS = check demo bench
+# "make check", "make check-versions", "make demo" and "make bench" drive a
+# whole run from a clean machine (packages, build, install, a throwaway
+# cluster): they do not need PGXS themselves, and must not collide with its
+# own "check" target.  "make check" tests Debian's PostgreSQL 15, or the
+# installation PG_CONFIG names; every suite runs.
+#
+# "make check-versions" unpacks every PostgreSQL archive in SHARED_PG into
+# PG_DIR, adds pgTAP to it, and runs "make check" against each (14 and 18),
+# except LONG_SUITES: long stress and cluster suites whose subject does not
+# depend on the major (they run on 15).  One "N passed, N failed" line per
+# version, then the total.  Any new file in sql/, test/specs, test/pgtap,
+# test/t or test/scripts runs on every version unless listed here.
+DRIVER_GOALS = check check-versions demo bench
+TOP := $(patsubst %/,%,$(dir $(abspath $(lastword $(MAKEFILE_LIST)))))
+SHARED_PG ?= $(abspath $(TOP)/../shared/pg)
+PG_DIR ?= $(TOP)/tmp_pg
+LONG_SUITES = fence_stress pgbouncer million 003_crash_stream
+
 ifneq ($(filter $(DRIVER_GOALS),$(MAKECMDGOALS)),)
 
 .PHONY: $(DRIVER_GOALS)
 check:
 	@bash test/run check
+check-versions:
+	@DLOCK_SHARED_PG="$(SHARED_PG)" DLOCK_PG_DIR="$(PG_DIR)" \
+		DLOCK_SKIP_SUITES="$(LONG_SUITES)" bash test/run check-versions
 demo:
 	@bash test/run demo
 bench:

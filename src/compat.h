@@ -2,7 +2,21 @@
  *
  * compat.h
  *		Every difference between the supported PostgreSQL major versions
- *		(14 to 17) that dlock has to care about, in one place.
+ *		(14 to 18) that dlock has to care about, in one place.  No other
+ *		file tests PG_VERSION_NUM.
+ *
+ *		How each branch was checked: 14.13, 15 (Debian's) and 18.3 are
+ *		built with -Wall -Wextra -Werror and run through the test suites
+ *		("make check" and "make check-versions"), which covers both sides
+ *		of the 15 branches (GetWALInsertionTimeLine, MarkGUCPrefixReserved).
+ *		16 and 17 cannot be built here.  The branches that switch at 16 or
+ *		17 were reviewed against PostgreSQL's source (a recent master
+ *		snapshot of postgres/postgres; the REL_16/REL_17 branches themselves
+ *		were not available) and the release notes:
+ *		- varatt.h: split off from postgres.h in 16, so from 16 on the
+ *		  varlena macros must be included from it (some other headers pull
+ *		  it in, which is why only wait.c broke, and only on 18).
+ *		- INTERVAL_NOT_FINITE: infinite intervals arrive in 17.
  *
  *-------------------------------------------------------------------------
  */

@@ -28,6 +28,7 @@
 #include "storage/proc.h"
 #include "utils/wait_event.h"
 
+#include "compat.h"
 #include "dlock.h"
 
 /* How often a waiter looks at a busy lease, in microseconds. */

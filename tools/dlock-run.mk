@@ -7,7 +7,11 @@
 # install, uninstall and clean; their recipes stay PGXS's.
 
 DLOCK_RUN = tools/dlock-run
-DLOCK_RUN_INCLUDEDIR := $(shell $(PG_CONFIG) --includedir)
+# libpq's headers come with the installation (pg_config --includedir), or,
+# for a copy of a Debian server package, from libpq-dev (pkg-config).
+DLOCK_RUN_INCLUDEDIR := $(shell d=$$($(PG_CONFIG) --includedir); \
+	[ -f "$$d/libpq-fe.h" ] || d=$$(pkg-config --variable=includedir libpq 2>/dev/null || echo /usr/include/postgresql); \
+	echo "$$d")
 DLOCK_RUN_LIBDIR := $(shell $(PG_CONFIG) --libdir)
 DLOCK_RUN_CFLAGS = -Wall -Wextra -DDLOCK_VERSION='"$(EXTVERSION)"' -I$(DLOCK_RUN_INCLUDEDIR)
 DLOCK_RUN_LIBS = -L$(DLOCK_RUN_LIBDIR) -lpq

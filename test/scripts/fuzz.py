@@ -79,6 +79,7 @@ dropped and recreated), DLOCK_FUZZ_CALLS (12000), DLOCK_FUZZ_SEED,
 DLOCK_FUZZ_KEEP=1 keeps the database.
 """
 
+import math
 import os
 import random
 import re
@@ -104,6 +105,12 @@ BATCH = 200
 INT32_MIN, INT32_MAX = -2**31, 2**31 - 1
 INT64_MIN, INT64_MAX = -2**63, 2**63 - 1
 USECS_PER_DAY = 86400 * 10**6
+# PostgreSQL 17 and later store infinite intervals as these two triples
+# (months, days, microseconds); before 17 they are ordinary, finite values.
+IV_INFINITY = (INT32_MAX, INT32_MAX, INT64_MAX)
+IV_MINUS_INFINITY = (INT32_MIN, INT32_MIN, INT64_MIN)
+# Set from server_version_num once connected: does the server have them?
+HAS_INFINITE_INTERVALS = False
 MONTH_US = 30 * USECS_PER_DAY
 
 DOCUMENTED = {"22004", "22023", "25006", "42501", "LK001", "55P03", "57014"}
@@ -136,6 +143,10 @@ class Iv:
 
     def __init__(self, m, d, t):
         self.m, self.d, self.t = m, d, t
+
+    def infinite(self):
+        return HAS_INFINITE_INTERVALS and \
+            (self.m, self.d, self.t) in (IV_INFINITY, IV_MINUS_INFINITY)
 
     def approx(self):
         # What dlock computes for a wait or older_than: exact microseconds,
@@ -375,6 +386,8 @@ class Gen:
             if days is not None:
                 net = r.choice((1, M // 2, M, M + 1, -1, USECS_PER_DAY // 2))
                 return Iv(m, -days + net // USECS_PER_DAY, net % USECS_PER_DAY)
+        if y < 0.6:                     # infinite from 17 on, extreme before
+            return Iv(*r.choice((IV_INFINITY, IV_MINUS_INFINITY)))
         if y < 0.7:                     # the limits
             return Iv(r.choice((INT32_MIN, INT32_MAX, 0, -1, 1)),
                       r.choice((INT32_MIN, INT32_MAX, 0, -1, 1)),
@@ -487,12 +500,23 @@ def exp_ttl(e, v, ctx):
     if v is None:
         e.must("22004")
         return
+    if isinstance(v, Iv) and v.infinite():
+        e.must("22023")             # "ttl must be finite" (17+)
+        return
     if isinstance(v, Iv) and v.m == 0 and (ctx.tz == "UTC" or v.d == 0) and \
             (v.d == 0 or v.t == 0 or (v.d > 0) == (v.t > 0)):
         real = v.t + v.d * USECS_PER_DAY
     else:
         real = ctx.calendar(v)      # None: the server cannot add it to now
-    nominal = v.approx() if isinstance(v, Iv) else real
+    if isinstance(v, Iv):
+        nominal = v.approx()
+    else:
+        # A literal's nominal length from its parts as the server parses
+        # them (its real length differs: "1 mon -29 days" is 1 day nominal,
+        # 2 days of calendar from a 31-day month).
+        nominal = ctx.nominal(v)
+        if nominal is None:
+            nominal = real
     e.ttl_real = real
     e.ttl_nominal = nominal
     if real is None or real <= 0 or nominal is None or nominal <= 0 or \
@@ -501,10 +525,12 @@ def exp_ttl(e, v, ctx):
 
 
 def exp_duration(e, v):
-    """wait and older_than: negative ones are refused, counting a day as 24
-    hours and a month as 30 days, exactly."""
+    """wait and older_than: negative and (17+) infinite ones are refused,
+    counting a day as 24 hours and a month as 30 days, exactly."""
     if v is None:
         e.must("22004")
+    elif isinstance(v, Iv) and v.infinite():
+        e.must("22023")
     elif isinstance(v, Lit):
         e.add("22023")
     elif v.approx() < 0:
@@ -758,6 +784,7 @@ $$;
 class Ctx:
     def __init__(self):
         self.calendar = None
+        self.nominal = None
         self.txn = "auto"
         self.role = False
         self.max_ttl = 86400
@@ -1028,6 +1055,10 @@ def main():
                                    prepare_threshold=None)
             adapt(obs)
             adapt(conn)
+            global HAS_INFINITE_INTERVALS
+            HAS_INFINITE_INTERVALS = obs.execute(
+                "SELECT current_setting('server_version_num')::int >= 170000").fetchone()[0]
+            print(f"# infinite intervals: {'yes (17+)' if HAS_INFINITE_INTERVALS else 'no'}")
             # Which literals PostgreSQL itself rejects, and with what.
             parse_errors = {}
             for lit in set(g.lit().s for _ in range(2000)):
@@ -1049,14 +1080,33 @@ def main():
         ctx = Ctx()
 
         def calendar(v):
+            # None when the sum is out of range, or (17+) infinite.
             try:
-                return int(obs.execute(
+                x = obs.execute(
                     "SELECT (extract(epoch FROM t + %s) - extract(epoch FROM t))"
                     "       * 1000000 FROM (SELECT clock_timestamp() AS t) AS s",
-                    (v,)).fetchone()[0])
+                    (v,)).fetchone()[0]
             except psycopg.Error:
                 return None
+            return int(x) if x is not None and math.isfinite(x) else None
         ctx.calendar = calendar
+
+        def nominal(v):
+            # months, days and microseconds of an interval literal, as 24-hour
+            # days and 30-day months; None if it is infinite or unparseable.
+            try:
+                m, d, t = obs.execute(
+                    "SELECT extract(year FROM i) * 12 + extract(month FROM i),"
+                    "       extract(day FROM i),"
+                    "       (extract(hour FROM i) * 3600 + extract(minute FROM i) * 60)"
+                    "       * 1000000 + extract(microseconds FROM i)"
+                    "  FROM (SELECT %s::interval AS i) AS s", (v,)).fetchone()
+            except psycopg.Error:
+                return None
+            if not all(x is not None and math.isfinite(x) for x in (m, d, t)):
+                return None
+            return Iv(int(m), int(d), int(t)).approx()
+        ctx.nominal = nominal
 
         def month_days(m):
             try:

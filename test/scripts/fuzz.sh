@@ -21,7 +21,7 @@ set -uo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
 python=/usr/bin/python3
-limit=${DLOCK_FUZZ_TIMEOUT:-58}
+limit=${DLOCK_FUZZ_TIMEOUT:-240}
 
 if ! "$python" -c 'import psycopg' 2>/dev/null; then
 	echo "1..1"

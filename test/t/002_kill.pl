@@ -84,9 +84,13 @@ $killme->{run}->finish;
 # The postmaster resets everything and runs crash recovery.
 $node->wait_for_log(qr/database system is ready to accept connections/,
 	$offset);
+# The postmaster names the child "server process" up to 17 and by its
+# backend type, "client backend", from 18 on (postmaster.c, LogChildExit;
+# PostgresNode in 14 has no pg_version accessor, hence the field).
+my $child = $node->{_pg_version} >= 18 ? 'client backend' : 'server process';
 ok( $node->log_contains(
-		qr/server process \(PID $pid\) was terminated by signal 9/, $offset),
-	'the postmaster saw the backend die of SIGKILL');
+		qr/\Q$child\E \(PID $pid\) was terminated by signal 9/, $offset),
+	"the postmaster saw the backend die of SIGKILL ($child)");
 ok( $node->log_contains(qr/all server processes terminated; reinitializing/,
 		$offset),
 	'the postmaster reinitialized');
