@@ -7,9 +7,11 @@ MODULE_big = dlock
 OBJS = \
 	src/api.o \
 	src/declare.o \
+	src/args.o \
 	src/dlock.o \
 	src/fence.o \
 	src/lease.o \
+	src/relation.o \
 	src/token.o \
 	src/wait.o
 

@@ -138,6 +138,50 @@ GRANT SELECT ON @extschema@.dlock_leases TO PUBLIC;
 -- ---------------------------------------------------------------------------
 
 -- 1.1: hardening (issue 13)
+-- The holder role as an OID, with the system identifier of the cluster that
+-- recorded it: a rename keeps the leases, a role created later under the
+-- old name gets none, and a restore into another cluster falls back on the
+-- name (docs/security.md).
+ALTER TABLE @extschema@.dlock_lease
+	ADD COLUMN role_oid pg_catalog.oid,
+	ADD COLUMN role_sysid pg_catalog.int8;
+COMMENT ON COLUMN @extschema@.dlock_lease.role IS
+	'name of the holder role when the row was last written';
+COMMENT ON COLUMN @extschema@.dlock_lease.role_oid IS
+	'the holder role, valid in the cluster whose system identifier is role_sysid; 0 for a role that no longer existed';
+COMMENT ON COLUMN @extschema@.dlock_lease.role_sysid IS
+	'system identifier of the cluster that recorded role_oid; elsewhere the holder is found by name';
+CREATE FUNCTION @extschema@.dlock_resolve_holder(
+	role pg_catalog.name,
+	role_oid pg_catalog.oid,
+	role_sysid pg_catalog.int8)
+RETURNS pg_catalog.oid
+AS 'MODULE_PATHNAME', 'dlock_resolve_holder'
+LANGUAGE C STABLE CALLED ON NULL INPUT PARALLEL SAFE;
+COMMENT ON FUNCTION @extschema@.dlock_resolve_holder(pg_catalog.name, pg_catalog.oid, pg_catalog.int8) IS
+	'the holder role of a dlock_lease row (by OID in the cluster that recorded it, else by name), or NULL if it no longer exists';
+
+-- Tokens only to the roles that may use them (the holder role and its
+-- members); the role column shows the holder's current name.
+CREATE OR REPLACE VIEW @extschema@.dlock_leases AS
+	SELECT l.name,
+		   l.owner,
+		   CASE WHEN pg_catalog.pg_has_role(
+						 @extschema@.dlock_resolve_holder(l.role, l.role_oid, l.role_sysid),
+						 'USAGE')
+				THEN l.token END AS token,
+		   l.acquired_at,
+		   l.expires_at,
+		   (l.released_at IS NULL AND
+			l.expires_at OPERATOR(pg_catalog.>) pg_catalog.clock_timestamp()) AS held,
+		   pg_catalog.pg_get_userbyid(
+			   @extschema@.dlock_resolve_holder(l.role, l.role_oid, l.role_sysid)) AS role,
+		   l.released_at
+	  FROM @extschema@.dlock_lease AS l;
+COMMENT ON COLUMN @extschema@.dlock_leases.token IS
+	'fencing token of the last acquisition; NULL unless the current role is (a member of) the holder role';
+COMMENT ON COLUMN @extschema@.dlock_leases.role IS
+	'the holder role, by its current name; NULL if it no longer exists';
 
 -- 1.1: fencing (issue 11)
 

@@ -4,8 +4,8 @@
  *		The SQL-callable functions of dlock (except the dlock_fence trigger,
  *		which lives in fence.c).
  *
- * None of them is STRICT; every argument is checked in dlock.c before
- * anything is looked at or changed.
+ * None of them is STRICT; every argument is checked before
+ * anything is looked at or changed (args.c).
  *
  *-------------------------------------------------------------------------
  */
@@ -26,21 +26,7 @@ PG_FUNCTION_INFO_V1(dlock_check);
 PG_FUNCTION_INFO_V1(dlock_assert);
 PG_FUNCTION_INFO_V1(dlock_cleanup);
 PG_FUNCTION_INFO_V1(dlock_fence);
-
-/*
- * May the caller act for the role that acquired the lease: is it that role,
- * a member of it, or a superuser?  Roles are recorded by name, so leases
- * keep their holders through pg_dump and pg_dumpall into another cluster.
- */
-static bool
-CallerActsForHolder(const DlockLease *lease)
-{
-	Oid			holder = get_role_oid(NameStr(lease->role), true);
-
-	if (OidIsValid(holder))
-		return has_privs_of_role(GetUserId(), holder);
-	return superuser();
-}
+PG_FUNCTION_INFO_V1(dlock_resolve_holder);
 
 /* Would an acquire by owner renew this (held) lease rather than wait? */
 static bool
@@ -48,23 +34,32 @@ IsOwnerRenewal(const DlockLease *lease, const char *owner)
 {
 	return owner != NULL && lease->owner != NULL &&
 		strcmp(owner, lease->owner) == 0 &&
-		CallerActsForHolder(lease);
+		LeaseCallerActsForHolder(lease);
 }
 
-/* Refuse a new lease to a role that holds dlock.max_leases_per_role. */
+/*
+ * Refuse a new lease to a role that holds dlock.max_leases_per_role.  The
+ * role's quota lock, kept until the transaction ends, makes concurrent
+ * acquires by one role count one after the other, each seeing the leases
+ * the others committed.
+ */
 static void
 CheckLeaseQuota(const DlockRelations *rels, TimestampTz now)
 {
-	const char *role;
+	LOCKTAG		tag;
 
 	if (dlock_max_leases_per_role <= 0)
 		return;
-	role = GetUserNameFromId(GetUserId(), false);
-	if (LeaseCountHeldByRole(rels, role, now, dlock_max_leases_per_role) >=
+	SET_LOCKTAG_ADVISORY(tag, MyDatabaseId, GetUserId(), 0,
+						 DLOCK_LOCKTAG_QUOTA);
+	(void) LockAcquire(&tag, ExclusiveLock, false, false);
+	if (LeaseCountHeldByRole(rels, GetUserId(), now,
+							 dlock_max_leases_per_role) >=
 		dlock_max_leases_per_role)
 		ereport(ERROR,
 				(errcode(ERRCODE_CONFIGURATION_LIMIT_EXCEEDED),
-				 errmsg("role \"%s\" holds too many leases", role),
+				 errmsg("role \"%s\" holds too many leases",
+						GetUserNameFromId(GetUserId(), false)),
 				 errdetail("The limit is %d leases per role.",
 						   dlock_max_leases_per_role),
 				 errhint("Release leases, or raise \"dlock.max_leases_per_role\".")));
@@ -77,20 +72,17 @@ CheckLeaseQuota(const DlockRelations *rels, TimestampTz now)
 static void
 CheckHolderRole(const DlockLease *lease, text *name, const char *action)
 {
-	if (CallerActsForHolder(lease))
+	if (LeaseCallerActsForHolder(lease))
 		return;
-	ereport(ERROR,
-			(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
-			 errmsg("permission denied to %s lock \"%s\"",
-					action, text_to_cstring(name)),
-			 errdetail("The lease is held by role \"%s\".",
-					   NameStr(lease->role))));
+	DlockDenyHolder(lease, name, action);
 }
 
 /*
  * dlock_acquire(name, ttl, wait, owner): a new token if the lease was free,
  * the same token if owner renews its own lease, NULL if still busy after
- * waiting up to wait.
+ * waiting up to wait.  Longer than most on purpose: the decisions of one
+ * poll (renew, hand over, queue behind waiters, give up, sleep) share that
+ * poll's state and locks, and read best in one place.
  */
 Datum
 dlock_acquire(PG_FUNCTION_ARGS)
@@ -131,6 +123,8 @@ dlock_acquire(PG_FUNCTION_ARGS)
 
 		MemoryContextReset(pollcxt);
 		now = GetCurrentTimestamp();
+		/* Looked up again: DROP EXTENSION may have come meanwhile. */
+		rels = DlockGetRelations(fcinfo);
 
 		/* The busy path: one index lookup, no lock, no transaction ID. */
 		LeaseFetch(rels, name, &lease);
@@ -147,7 +141,7 @@ dlock_acquire(PG_FUNCTION_ARGS)
 		{
 			/* Decide again on the state nobody can change now. */
 			now = GetCurrentTimestamp();
-			LeaseFetch(rels, name, &lease);
+			LeaseFetchForUpdate(rels, name, &lease);
 			if (LeaseIsHeld(&lease, now) && IsOwnerRenewal(&lease, owner))
 			{
 				LeaseSetExpiry(rels, name, &lease,
@@ -173,6 +167,15 @@ dlock_acquire(PG_FUNCTION_ARGS)
 		}
 
 		if (now >= deadline)
+			break;
+
+		/*
+		 * A lease this very transaction holds cannot change hands before it
+		 * ends: waiting for it is waiting for ourselves.  Say busy at once,
+		 * unless it expires before the deadline.
+		 */
+		if (LeaseIsHeld(&lease, now) && lease.mine &&
+			lease.expires_at >= deadline)
 			break;
 		if (!waiting)
 		{
@@ -204,7 +207,7 @@ LockLeaseOfHolder(const DlockRelations *rels, text *name, int64 token,
 
 	NameLockTag(name, &tag);
 	NameLockWait(&tag, DLOCK_LOCK_STATE);
-	LeaseFetch(rels, name, lease);
+	LeaseFetchForUpdate(rels, name, lease);
 	*now = GetCurrentTimestamp();
 	if (!LeaseIsHeld(lease, *now) || lease->token != token)
 	{
@@ -321,7 +324,7 @@ dlock_cleanup(PG_FUNCTION_ARGS)
 		if (!NameLockTry(&tag, DLOCK_LOCK_HANDOVER))
 			continue;			/* in use right now: leave it */
 		now = GetCurrentTimestamp();
-		LeaseFetch(rels, name, &lease);
+		LeaseFetchForUpdate(rels, name, &lease);
 		last = lease.released ? lease.released_at : lease.expires_at;
 		if (lease.found && !LeaseIsHeld(&lease, now) &&
 			last < now - older_usecs)
@@ -329,8 +332,42 @@ dlock_cleanup(PG_FUNCTION_ARGS)
 			LeaseDelete(rels, &lease);
 			deleted++;
 		}
-		else
-			NameLockGiveBack(&tag, DLOCK_LOCK_HANDOVER);
+
+		/*
+		 * Given back even after a delete, so that a cleanup of any size holds
+		 * one name lock at a time (1.0 kept one per row and ran out of shared
+		 * memory).  An acquire of the name meanwhile finds the row being
+		 * deleted and waits for this transaction (LeaseFetchForUpdate).
+		 */
+		NameLockGiveBack(&tag, DLOCK_LOCK_HANDOVER);
+		CHECK_FOR_INTERRUPTS();
 	}
 	PG_RETURN_INT64(deleted);
+}
+
+/*
+ * dlock_resolve_holder(role, role_oid, role_sysid): the holder role of a
+ * lease row, by the rule of LeaseHolder, or NULL if it no longer exists.
+ * The dlock_leases view uses it for the current role name, and to show a
+ * token only to the roles that may use it.
+ */
+Datum
+dlock_resolve_holder(PG_FUNCTION_ARGS)
+{
+	DlockLease	lease;
+	Oid			holder;
+
+	if (PG_ARGISNULL(0))
+		PG_RETURN_NULL();
+	memset(&lease, 0, sizeof(lease));
+	namestrcpy(&lease.role, NameStr(*PG_GETARG_NAME(0)));
+	if (!PG_ARGISNULL(1) && !PG_ARGISNULL(2))
+	{
+		lease.role_oid = PG_GETARG_OID(1);
+		lease.role_sysid = PG_GETARG_INT64(2);
+	}
+	holder = LeaseHolder(&lease);
+	if (!OidIsValid(holder))
+		PG_RETURN_NULL();
+	PG_RETURN_OID(holder);
 }

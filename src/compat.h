@@ -26,6 +26,7 @@
 #include "access/heapam.h"
 #include "access/xlog.h"
 #include "utils/guc.h"
+#include "utils/relcache.h"
 #include "utils/timestamp.h"
 
 #if PG_VERSION_NUM < 140000
@@ -57,6 +58,13 @@
 /* EmitWarningsOnPlaceholders() was renamed in PostgreSQL 15. */
 #if PG_VERSION_NUM < 150000
 #define MarkGUCPrefixReserved(prefix) EmitWarningsOnPlaceholders(prefix)
+#endif
+
+/* RelationGetPrimaryKeyIndex() takes deferrable_ok from PostgreSQL 18 on. */
+#if PG_VERSION_NUM >= 180000
+#define DlockRelationGetPrimaryKeyIndex(rel) RelationGetPrimaryKeyIndex(rel, false)
+#else
+#define DlockRelationGetPrimaryKeyIndex(rel) RelationGetPrimaryKeyIndex(rel)
 #endif
 
 #endif							/* DLOCK_COMPAT_H */

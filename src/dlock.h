@@ -10,42 +10,83 @@
  * state (SnapshotSelf), never with the caller's snapshot, and only ever
  * changed by the C functions of this extension.
  *
- * Every change to a lease row happens while the changing transaction holds
- * a transaction-level advisory lock on the name's key, in the two-int4 form
- * (DLOCK_ADVISORY_CLASS, hash of the name).  Three lock modes are used on
- * that one key:
+ * Key space.  Every lock dlock takes on a name is an advisory locktag that
+ * no SQL function can reach: the SQL advisory lock functions only build
+ * tags whose field 4 is 1 (one int8 key) or 2 (two int4 keys), and Citus
+ * uses 4 to 15.  dlock's tags are
  *
+ *	field1 = database OID, field2/field3 = high/low 32 bits of a 64-bit hash
+ *	of the name (hash_any_extended, seed 0), field4 = one of
+ *		DLOCK_LOCKTAG_NAME    (17484)  the name's lock
+ *		DLOCK_LOCKTAG_WAITERS (17485)  the name's waiters
+ *	and field2 = field3 = 0 with field4 = DLOCK_LOCKTAG_EPOCH (17486) for
+ *	the lock that serializes moving tokens to a new epoch, and field2 = the
+ *	role's OID, field3 = 0, field4 = DLOCK_LOCKTAG_QUOTA (17487) for the
+ *	per-role lease quota.
+ *
+ * In pg_locks they show as locktype 'advisory' with objsubid 17484 to
+ * 17487.  Changing these values is an incompatible change: all backends of
+ * a database must use the same ones (restart after installing a new
+ * library).
+ *
+ * Locks are taken in this order, and each is kept as stated:
+ *
+ * 1. The name's waiters' key, DLOCK_LOCK_WAITING (ShareLock), by a waiting
+ *	  acquire while it waits, and nothing else; a new acquire that is willing
+ *	  to wait first probes it with ExclusiveLock (taken and given back at
+ *	  once): if anybody is waiting, it queues up too rather than taking a
+ *	  lease that was just freed, so a holder that releases and acquires again
+ *	  at once cannot starve the waiters.
+ *
+ * 2. The name's key, in one of three modes:
  *	DLOCK_LOCK_CHECK  (RowShareLock) is taken by dlock_check, dlock_assert and
- *		dlock_fence when they vouch for a token, and kept until the checking
- *		transaction ends.  It conflicts only with DLOCK_LOCK_HANDOVER.
+ *		dlock_fence when they vouch for a token to its holder role, and kept
+ *		until the checking transaction ends.  It conflicts only with
+ *		DLOCK_LOCK_HANDOVER.
  *	DLOCK_LOCK_STATE  (ShareUpdateExclusiveLock) is taken by every change of
  *		the row (acquire, release, renew).  It conflicts with itself and with
  *		DLOCK_LOCK_HANDOVER, not with DLOCK_LOCK_CHECK, so a holder can
  *		release or renew while somebody else's check is open.
  *	DLOCK_LOCK_HANDOVER  (ExclusiveLock) is taken in addition, after
- *		DLOCK_LOCK_STATE, by an acquire that hands the lease to a new holder.
- *		It conflicts with all three.
+ *		DLOCK_LOCK_STATE, by an acquire that hands the lease to a new holder,
+ *		and alone by dlock_cleanup before it deletes a row.  It conflicts
+ *		with all three.
+ *	A lock that changed the row is kept until the transaction ends, so nobody
+ *	decides on a state that is not yet committed.  A lock whose holder found
+ *	nothing to change is given back at once.
  *
- * A waiting acquire also holds DLOCK_LOCK_WAITING (ShareLock) on a second
- * key, (DLOCK_WAITER_CLASS, hash of the name), while it waits, and nothing
- * else.  A new acquire that is willing to wait first probes that key with
- * ExclusiveLock: if anybody is waiting, it queues up too rather than taking
- * a lease that was just freed, so a holder that releases and acquires again
- * at once cannot starve the waiters.
+ * 3. The role's quota key (ExclusiveLock), only when
+ *	  dlock.max_leases_per_role is set, by an acquire that hands out a new
+ *	  lease, kept until the transaction ends: concurrent acquires by one role
+ *	  count its leases one after the other, each with the other's committed
+ *	  row.
  *
- * dlock_cleanup deletes rows of leases that are not held; it takes only
- * DLOCK_LOCK_HANDOVER, which conflicts with all the other modes.
+ * 4. The epoch key (ExclusiveLock), only by the first draws of a token on a
+ *	  new timeline (token.c), given back as soon as the counter is moved, so
+ *	  it never closes a deadlock with later calls of the transaction.
  *
- * A lock that changed the row is kept until the transaction ends, so nobody
- * decides on a state that is not yet committed.  A lock whose holder found
- * nothing to change is given back at once.  dlock_acquire only tries the
- * name's locks without waiting, and holds none of them while it sleeps (only
- * its waiter lock, which blocks nothing but a newcomer's brief probe), so it
- * cannot block a holder's release and cannot take part in a deadlock.
+ * 5. The table @extschema@.dlock_lease: a read that only looks (the busy
+ *	  path, a check) takes AccessShareLock and gives it back at once; a read
+ *	  whose row may be written takes RowExclusiveLock, after the name's lock,
+ *	  and keeps it until the transaction ends, so the row's TID stays valid
+ *	  (VACUUM FULL, CLUSTER and TRUNCATE wait for that transaction).
+ *
+ * dlock_acquire only tries the name's locks without waiting, and holds none
+ * of them while it sleeps (only its waiter lock, which blocks nothing but a
+ * newcomer's brief probe), so it cannot block a holder's release and cannot
+ * take part in a deadlock.
  *
  * Tokens come from @extschema@.dlock_token_seq (CACHE 1, NO CYCLE), drawn
  * only while both locks of a hand-over are held; token.c says how they stay
  * above every earlier token through crashes, failover and PITR.
+ *
+ * Holders.  From 1.1 on, a lease row records its holder role as an OID
+ * (role_oid) together with the system identifier of the cluster where that
+ * OID was recorded (role_sysid) and the role's name (role).  In the
+ * recording cluster the OID decides (a rename keeps the leases, a role
+ * created later under the old name gets none); anywhere else (a restore of a
+ * dump, pg_upgrade) the name decides, and the next write of the row records
+ * the OID there.  A 1.0 table (no role_oid) is read and written by name.
  *
  *-------------------------------------------------------------------------
  */
@@ -58,16 +99,18 @@
 #include "nodes/pg_list.h"
 #include "storage/itemptr.h"
 #include "storage/lock.h"
+#include "utils/rel.h"
 #include "utils/timestamp.h"
 
-/* First key of every dlock advisory lock: "DLK" in ASCII, 0x00444c4b. */
-#define DLOCK_ADVISORY_CLASS	4475979
-
-/* First key of the waiters' advisory locks: the next number. */
-#define DLOCK_WAITER_CLASS		4475980
-
-/* First key of the lock that serializes moving tokens to a new epoch. */
-#define DLOCK_TOKEN_CLASS		4475981
+/*
+ * Field 4 of dlock's advisory locktags: "DL" in ASCII (0x444c) and the next
+ * numbers.  Neither 1 nor 2 (the SQL advisory lock functions) nor 4 to 15
+ * (Citus).
+ */
+#define DLOCK_LOCKTAG_NAME		17484
+#define DLOCK_LOCKTAG_WAITERS	17485
+#define DLOCK_LOCKTAG_EPOCH		17486
+#define DLOCK_LOCKTAG_QUOTA		17487
 
 #define DLOCK_LOCK_CHECK		RowShareLock
 #define DLOCK_LOCK_STATE		ShareUpdateExclusiveLock
@@ -89,14 +132,18 @@
 #define Anum_dlock_lease_acquired_at	5
 #define Anum_dlock_lease_expires_at		6
 #define Anum_dlock_lease_released_at	7
-#define Natts_dlock_lease				7
+#define Natts_dlock_lease_1_0			7
+#define Anum_dlock_lease_role_oid		8	/* 1.1 */
+#define Anum_dlock_lease_role_sysid		9	/* 1.1 */
+#define Natts_dlock_lease				9
 
-/* The relations of the installed extension (dlock.c). */
+/* The relations of the installed extension (relation.c). */
 typedef struct DlockRelations
 {
 	Oid			lease_table;
 	Oid			lease_index;
 	Oid			token_seq;
+	bool		has_role_oid;	/* false: a 1.0 table, holders by name */
 } DlockRelations;
 
 /* One lease row, as last committed (lease.c). */
@@ -106,7 +153,13 @@ typedef struct DlockLease
 	ItemPointerData tid;
 	int64		token;
 	char	   *owner;			/* palloc'd, NULL when anonymous */
-	NameData	role;			/* the role that acquired it, by name */
+	NameData	role;			/* the holder role's name, as recorded */
+	Oid			role_oid;		/* the holder role, if role_sysid is ours */
+	int64		role_sysid;		/* cluster where role_oid was recorded; 0:
+								 * unknown (a 1.0 row) */
+	bool		for_update;		/* fetched under the table lock for writes */
+	bool		mine;			/* this transaction wrote the row version */
+	TransactionId deleter;		/* another transaction deleting it, if any */
 	TimestampTz acquired_at;
 	TimestampTz expires_at;
 	bool		released;
@@ -117,8 +170,14 @@ typedef struct DlockLease
 extern int	dlock_max_ttl;
 extern int	dlock_max_leases_per_role;
 
-/* dlock.c */
+/* relation.c */
+extern void RelationInit(void);
 extern const DlockRelations *DlockGetRelations(FunctionCallInfo fcinfo);
+extern Relation DlockOpenLeaseTable(const DlockRelations *rels,
+									LOCKMODE mode);
+extern Oid	DlockLeaseIndex(Relation rel);
+
+/* args.c */
 extern void DlockCheckName(text *name);
 extern text *DlockNameArg(FunctionCallInfo fcinfo, int argno);
 extern int64 DlockTokenArg(FunctionCallInfo fcinfo, int argno);
@@ -131,6 +190,12 @@ extern char *DlockOwnerArg(FunctionCallInfo fcinfo, int argno);
 /* lease.c */
 extern void LeaseFetch(const DlockRelations *rels, text *name,
 					   DlockLease *lease);
+extern void LeaseFetchForUpdate(const DlockRelations *rels, text *name,
+								DlockLease *lease);
+extern Oid	LeaseHolder(const DlockLease *lease);
+extern bool LeaseCallerActsForHolder(const DlockLease *lease);
+extern void DlockDenyHolder(const DlockLease *lease, text *name,
+							const char *action);
 extern bool LeaseIsHeld(const DlockLease *lease, TimestampTz now);
 extern void LeaseWriteNew(const DlockRelations *rels, text *name,
 						  DlockLease *lease, int64 token, const char *owner,
@@ -142,7 +207,7 @@ extern void LeaseSetReleased(const DlockRelations *rels, text *name,
 extern List *LeaseListIdle(const DlockRelations *rels, TimestampTz now,
 						   TimestampTz cutoff, int limit);
 extern void LeaseDelete(const DlockRelations *rels, DlockLease *lease);
-extern int	LeaseCountHeldByRole(const DlockRelations *rels, const char *role,
+extern int	LeaseCountHeldByRole(const DlockRelations *rels, Oid role,
 								 TimestampTz now, int limit);
 
 /* token.c */

@@ -5,7 +5,9 @@
  *		dlock_fence() trigger that lets no stale writer change a row.
  *
  * A check that succeeds keeps DLOCK_LOCK_CHECK on the name until the
- * checking transaction ends.  That lock conflicts only with the hand-over
+ * checking transaction ends.  Only the lease's holder role (or a member of
+ * it, or a superuser) may take that protection: anybody else who presents
+ * the current token gets 42501.  That lock conflicts only with the hand-over
  * lock of dlock_acquire, so the lease cannot change hands before a write
  * guarded by the check commits or aborts, while the holder can still renew
  * or release it.
@@ -47,6 +49,22 @@ FenceReject(text *name, int64 token, const DlockLease *lease)
 }
 
 /*
+ * The token holds the lease: keep the check lock, which holds back every
+ * hand-over of the name until this transaction ends, but only for the
+ * holder role or a member of it.  Anybody else could read a token and sit
+ * on a check; they get 42501, with the lock given back first.
+ */
+static bool
+FenceVouch(const LOCKTAG *tag, const DlockLease *lease, text *name)
+{
+	if (LeaseCallerActsForHolder(lease))
+		return true;
+	NameLockGiveBack(tag, DLOCK_LOCK_CHECK);
+	DlockDenyHolder(lease, name, "check");
+	return false;				/* not reached */
+}
+
+/*
  * Is token the current unexpired holder of the lease?  On true, the lease
  * cannot change hands until this transaction ends.  With raise, a false
  * becomes an LK001 error.
@@ -63,7 +81,7 @@ FenceCheck(const DlockRelations *rels, text *name, int64 token, bool raise)
 	LeaseFetch(rels, name, &lease);
 	now = GetCurrentTimestamp();
 	if (LeaseIsHeld(&lease, now) && lease.token == token)
-		return true;
+		return FenceVouch(&tag, &lease, name);
 
 	/*
 	 * The check lock does not keep the holder from renewing or releasing
@@ -76,7 +94,7 @@ FenceCheck(const DlockRelations *rels, text *name, int64 token, bool raise)
 	NameLockGiveBack(&tag, DLOCK_LOCK_STATE);
 	now = GetCurrentTimestamp();
 	if (LeaseIsHeld(&lease, now) && lease.token == token)
-		return true;
+		return FenceVouch(&tag, &lease, name);
 
 	NameLockGiveBack(&tag, DLOCK_LOCK_CHECK);
 	if (raise)

@@ -6,9 +6,21 @@
  * Reads use SnapshotSelf: the latest committed version of the row plus this
  * transaction's own changes, whatever the caller's isolation level.  No
  * predicate locks are taken for it, so SERIALIZABLE callers get no
- * serialization failures from dlock's own reads.  Writes go straight to the
- * heap and the primary key index; the caller must hold DLOCK_LOCK_STATE on
- * the name (see dlock.h), so nobody else changes the row meanwhile.
+ * serialization failures from dlock's own reads.
+ *
+ * Writes go through the executor's routines for simple inserts and updates
+ * (those of logical replication's apply worker): every index of the table is
+ * maintained, including expression and partial indexes a superuser may have
+ * added, check constraints are enforced, and an update that changes no
+ * indexed column stays HOT.  Triggers on the table are refused with a clear
+ * error rather than fired: a trigger could change a lease behind dlock's
+ * back.  Row-level security policies do not apply to dlock's own reads and
+ * writes (as they do not to a table owner's), only to queries of the table.
+ *
+ * The caller of a write holds DLOCK_LOCK_STATE on the name (see dlock.h), so
+ * nobody else changes the row meanwhile, and has fetched it with
+ * LeaseFetchForUpdate, whose table lock keeps the row's TID valid until the
+ * transaction ends.
  *
  *-------------------------------------------------------------------------
  */
@@ -20,61 +32,141 @@
 #include "access/skey.h"
 #include "access/stratnum.h"
 #include "access/table.h"
+#include "access/tableam.h"
 #include "access/xact.h"
-#include "catalog/indexing.h"
+#include "access/xlog.h"
+#include "catalog/pg_authid.h"
+#include "executor/executor.h"
 #include "miscadmin.h"
+#include "storage/lmgr.h"
+#include "storage/procarray.h"
 #include "nodes/execnodes.h"
 #include "nodes/pg_list.h"
+#include "utils/acl.h"
 #include "utils/builtins.h"
 #include "utils/fmgroids.h"
 #include "utils/rel.h"
 #include "utils/snapmgr.h"
+#include "utils/syscache.h"
 
 #include "compat.h"
 #include "dlock.h"
 
-/* Fill *lease with the latest committed state of the lease called name. */
-void
-LeaseFetch(const DlockRelations *rels, text *name, DlockLease *lease)
+/* Fill *lease from a lease row. */
+static void
+LeaseFromTuple(Relation rel, HeapTuple tuple, const DlockRelations *rels,
+			   DlockLease *lease)
 {
-	Relation	rel;
+	TupleDesc	desc = RelationGetDescr(rel);
+	Datum	   *values = palloc(desc->natts * sizeof(Datum));
+	bool	   *nulls = palloc(desc->natts * sizeof(bool));
+
+	heap_deform_tuple(tuple, desc, values, nulls);
+
+	lease->found = true;
+	lease->tid = tuple->t_self;
+	lease->token = DatumGetInt64(values[Anum_dlock_lease_token - 1]);
+	lease->owner = nulls[Anum_dlock_lease_owner - 1] ? NULL :
+		TextDatumGetCString(values[Anum_dlock_lease_owner - 1]);
+	namestrcpy(&lease->role,
+			   NameStr(*DatumGetName(values[Anum_dlock_lease_role - 1])));
+	lease->acquired_at =
+		DatumGetTimestampTz(values[Anum_dlock_lease_acquired_at - 1]);
+	lease->expires_at =
+		DatumGetTimestampTz(values[Anum_dlock_lease_expires_at - 1]);
+	lease->released = !nulls[Anum_dlock_lease_released_at - 1];
+	if (lease->released)
+		lease->released_at =
+			DatumGetTimestampTz(values[Anum_dlock_lease_released_at - 1]);
+	lease->role_oid = InvalidOid;
+	lease->role_sysid = 0;
+	if (rels->has_role_oid && !nulls[Anum_dlock_lease_role_oid - 1] &&
+		!nulls[Anum_dlock_lease_role_sysid - 1])
+	{
+		lease->role_oid =
+			DatumGetObjectId(values[Anum_dlock_lease_role_oid - 1]);
+		lease->role_sysid =
+			DatumGetInt64(values[Anum_dlock_lease_role_sysid - 1]);
+	}
+	pfree(values);
+	pfree(nulls);
+
+	/* Written by this transaction, or being deleted by another one? */
+	lease->mine = TransactionIdIsCurrentTransactionId(
+		HeapTupleHeaderGetXmin(tuple->t_data));
+	lease->deleter = InvalidTransactionId;
+	if (!(tuple->t_data->t_infomask & HEAP_XMAX_INVALID) &&
+		!HEAP_XMAX_IS_LOCKED_ONLY(tuple->t_data->t_infomask))
+	{
+		TransactionId xmax = HeapTupleHeaderGetUpdateXid(tuple->t_data);
+
+		if (TransactionIdIsValid(xmax) &&
+			!TransactionIdIsCurrentTransactionId(xmax) &&
+			TransactionIdIsInProgress(xmax))
+			lease->deleter = xmax;
+	}
+}
+
+/* Look the lease called name up in rel, opened by the caller. */
+static void
+LeaseLookup(const DlockRelations *rels, Relation rel, text *name,
+			DlockLease *lease)
+{
 	ScanKeyData key;
 	SysScanDesc scan;
 	HeapTuple	tuple;
 
 	memset(lease, 0, sizeof(DlockLease));
-
-	rel = table_open(rels->lease_table, AccessShareLock);
 	ScanKeyInit(&key, Anum_dlock_lease_name, BTEqualStrategyNumber,
 				F_TEXTEQ, PointerGetDatum(name));
-	scan = systable_beginscan(rel, rels->lease_index, true, SnapshotSelf,
+	scan = systable_beginscan(rel, DlockLeaseIndex(rel), true, SnapshotSelf,
 							  1, &key);
 	tuple = systable_getnext(scan);
 	if (HeapTupleIsValid(tuple))
-	{
-		Datum		values[Natts_dlock_lease];
-		bool		nulls[Natts_dlock_lease];
-
-		heap_deform_tuple(tuple, RelationGetDescr(rel), values, nulls);
-
-		lease->found = true;
-		lease->tid = tuple->t_self;
-		lease->token = DatumGetInt64(values[Anum_dlock_lease_token - 1]);
-		lease->owner = nulls[Anum_dlock_lease_owner - 1] ? NULL :
-			TextDatumGetCString(values[Anum_dlock_lease_owner - 1]);
-		namestrcpy(&lease->role,
-				   NameStr(*DatumGetName(values[Anum_dlock_lease_role - 1])));
-		lease->acquired_at =
-			DatumGetTimestampTz(values[Anum_dlock_lease_acquired_at - 1]);
-		lease->expires_at =
-			DatumGetTimestampTz(values[Anum_dlock_lease_expires_at - 1]);
-		lease->released = !nulls[Anum_dlock_lease_released_at - 1];
-		if (lease->released)
-			lease->released_at =
-				DatumGetTimestampTz(values[Anum_dlock_lease_released_at - 1]);
-	}
+		LeaseFromTuple(rel, tuple, rels, lease);
 	systable_endscan(scan);
+}
+
+/*
+ * Fill *lease with the latest committed state of the lease called name, to
+ * look at only: the table lock is given back at once, so the row may move
+ * (VACUUM FULL) and its TID must not be used for a write.
+ */
+void
+LeaseFetch(const DlockRelations *rels, text *name, DlockLease *lease)
+{
+	Relation	rel = DlockOpenLeaseTable(rels, AccessShareLock);
+
+	LeaseLookup(rels, rel, name, lease);
 	table_close(rel, AccessShareLock);
+}
+
+/*
+ * LeaseFetch for a write: the table lock is kept until the transaction
+ * ends, so that the row's TID stays valid for LeaseStore and LeaseDelete.
+ * A row that another transaction is deleting (dlock_cleanup gives the name's
+ * lock back after each row) is waited for, then looked up again, so a write
+ * never fails on it.
+ */
+void
+LeaseFetchForUpdate(const DlockRelations *rels, text *name, DlockLease *lease)
+{
+	Relation	rel = DlockOpenLeaseTable(rels, RowExclusiveLock);
+
+	for (;;)
+	{
+		TransactionId deleter;
+		ItemPointerData tid;
+
+		LeaseLookup(rels, rel, name, lease);
+		if (!lease->found || !TransactionIdIsValid(lease->deleter))
+			break;
+		deleter = lease->deleter;
+		tid = lease->tid;
+		XactLockTableWait(deleter, rel, &tid, XLTW_None);
+	}
+	lease->for_update = true;
+	table_close(rel, NoLock);
 }
 
 /* Is the lease held by somebody at the time now? */
@@ -85,58 +177,170 @@ LeaseIsHeld(const DlockLease *lease, TimestampTz now)
 }
 
 /*
+ * The holder role of a lease, or InvalidOid if that role no longer exists.
+ * The recorded OID decides in the cluster where it was recorded; elsewhere
+ * (a restored dump, pg_upgrade) and for 1.0 rows, the recorded name does.
+ */
+Oid
+LeaseHolder(const DlockLease *lease)
+{
+	if (lease->role_sysid != 0 &&
+		(uint64) lease->role_sysid == GetSystemIdentifier())
+	{
+		if (OidIsValid(lease->role_oid) &&
+			SearchSysCacheExists1(AUTHOID, ObjectIdGetDatum(lease->role_oid)))
+			return lease->role_oid;
+		return InvalidOid;
+	}
+	return get_role_oid(NameStr(lease->role), true);
+}
+
+/*
+ * May the caller act for the holder of the lease: is it that role, a member
+ * of it, or a superuser?  The leases of a role that no longer exists are
+ * left to superusers.
+ */
+bool
+LeaseCallerActsForHolder(const DlockLease *lease)
+{
+	Oid			holder = LeaseHolder(lease);
+
+	if (OidIsValid(holder))
+		return has_privs_of_role(GetUserId(), holder);
+	return superuser();
+}
+
+/* Refuse to write a table that has triggers: they could change a lease. */
+static void
+LeaseCheckNoTriggers(Relation rel)
+{
+	if (rel->trigdesc != NULL && rel->trigdesc->numtriggers > 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("relation \"%s\" of extension \"dlock\" must not have triggers",
+						RelationGetRelationName(rel)),
+				 errdetail("A trigger on the lease table could change leases behind dlock's back."),
+				 errhint("Drop the trigger \"%s\".",
+						 rel->trigdesc->triggers[0].tgname)));
+}
+
+/* The values of the row that *lease describes, into slot. */
+static void
+LeaseToSlot(const DlockRelations *rels, text *name, const DlockLease *lease,
+			TupleTableSlot *slot)
+{
+	Datum	   *values = slot->tts_values;
+	bool	   *nulls = slot->tts_isnull;
+
+	ExecClearTuple(slot);
+	memset(nulls, true, slot->tts_tupleDescriptor->natts * sizeof(bool));
+	nulls[Anum_dlock_lease_name - 1] = false;
+	values[Anum_dlock_lease_name - 1] = PointerGetDatum(name);
+	nulls[Anum_dlock_lease_token - 1] = false;
+	values[Anum_dlock_lease_token - 1] = Int64GetDatum(lease->token);
+	if (lease->owner)
+	{
+		nulls[Anum_dlock_lease_owner - 1] = false;
+		values[Anum_dlock_lease_owner - 1] = CStringGetTextDatum(lease->owner);
+	}
+	nulls[Anum_dlock_lease_role - 1] = false;
+	values[Anum_dlock_lease_role - 1] = NameGetDatum(&lease->role);
+	nulls[Anum_dlock_lease_acquired_at - 1] = false;
+	values[Anum_dlock_lease_acquired_at - 1] =
+		TimestampTzGetDatum(lease->acquired_at);
+	nulls[Anum_dlock_lease_expires_at - 1] = false;
+	values[Anum_dlock_lease_expires_at - 1] =
+		TimestampTzGetDatum(lease->expires_at);
+	if (lease->released)
+	{
+		nulls[Anum_dlock_lease_released_at - 1] = false;
+		values[Anum_dlock_lease_released_at - 1] =
+			TimestampTzGetDatum(lease->released_at);
+	}
+	if (rels->has_role_oid)
+	{
+		nulls[Anum_dlock_lease_role_oid - 1] = false;
+		values[Anum_dlock_lease_role_oid - 1] =
+			ObjectIdGetDatum(lease->role_oid);
+		nulls[Anum_dlock_lease_role_sysid - 1] = false;
+		values[Anum_dlock_lease_role_sysid - 1] =
+			Int64GetDatum(lease->role_sysid);
+	}
+	ExecStoreVirtualTuple(slot);
+}
+
+/*
+ * Record the holder as this cluster sees it: its OID and our system
+ * identifier (a restored row is re-bound by name here), and its current name.
+ */
+static void
+LeaseBindHolder(DlockLease *lease, Oid holder)
+{
+	lease->role_oid = holder;
+	lease->role_sysid = (int64) GetSystemIdentifier();
+	if (OidIsValid(holder))
+	{
+		char	   *rolname = GetUserNameFromId(holder, true);
+
+		if (rolname != NULL)
+			namestrcpy(&lease->role, rolname);
+	}
+}
+
+/*
  * Write *lease as the new state of the row called name: an update of the
- * version that was fetched, or an insert for a name never seen before.
+ * version that was fetched, or an insert for a name never seen before,
+ * with the executor's index maintenance.
  */
 static void
 LeaseStore(const DlockRelations *rels, text *name, DlockLease *lease)
 {
 	Relation	rel;
-	Datum		values[Natts_dlock_lease];
-	bool		nulls[Natts_dlock_lease];
-	HeapTuple	tuple;
+	EState	   *estate;
+	ResultRelInfo *rri;
+	TupleTableSlot *slot;
 	bool		is_update = ItemPointerIsValid(&lease->tid);
 
-	memset(nulls, false, sizeof(nulls));
-	values[Anum_dlock_lease_name - 1] = PointerGetDatum(name);
-	values[Anum_dlock_lease_token - 1] = Int64GetDatum(lease->token);
-	if (lease->owner)
-		values[Anum_dlock_lease_owner - 1] = CStringGetTextDatum(lease->owner);
-	else
-		nulls[Anum_dlock_lease_owner - 1] = true;
-	values[Anum_dlock_lease_role - 1] = NameGetDatum(&lease->role);
-	values[Anum_dlock_lease_acquired_at - 1] =
-		TimestampTzGetDatum(lease->acquired_at);
-	values[Anum_dlock_lease_expires_at - 1] =
-		TimestampTzGetDatum(lease->expires_at);
-	if (lease->released)
-		values[Anum_dlock_lease_released_at - 1] =
-			TimestampTzGetDatum(lease->released_at);
-	else
-		nulls[Anum_dlock_lease_released_at - 1] = true;
+	if (!lease->for_update)
+		elog(ERROR, "dlock lease written without LeaseFetchForUpdate");
 
-	/*
-	 * The CatalogTuple* routines work for any heap relation: they keep every
-	 * index of the table up to date (also one being built by REINDEX
-	 * CONCURRENTLY), and skip the index for a HOT update.
-	 */
-	rel = table_open(rels->lease_table, RowExclusiveLock);
-	tuple = heap_form_tuple(RelationGetDescr(rel), values, nulls);
+	/* Already locked by LeaseFetchForUpdate, until the transaction ends. */
+	rel = DlockOpenLeaseTable(rels, RowExclusiveLock);
+	LeaseCheckNoTriggers(rel);
+
+	estate = CreateExecutorState();
+	rri = makeNode(ResultRelInfo);
+	InitResultRelInfo(rri, rel, 0, NULL, 0);
+	ExecOpenIndices(rri, false);
+	slot = ExecInitExtraTupleSlot(estate, RelationGetDescr(rel),
+								  &TTSOpsVirtual);
+	LeaseToSlot(rels, name, lease, slot);
+
 	if (is_update)
-		CatalogTupleUpdate(rel, &lease->tid, tuple);
+	{
+		TupleTableSlot *searchslot;
+
+		searchslot = ExecInitExtraTupleSlot(estate, RelationGetDescr(rel),
+											&TTSOpsVirtual);
+		searchslot->tts_tid = lease->tid;
+		ExecSimpleRelationUpdate(rri, estate, NULL, searchslot, slot);
+	}
 	else
-		CatalogTupleInsert(rel, tuple);
+		ExecSimpleRelationInsert(rri, estate, slot);
 
 	lease->found = true;
-	lease->tid = tuple->t_self;
-	heap_freetuple(tuple);
+	lease->tid = slot->tts_tid;
+
+	ExecCloseIndices(rri);
+	ExecResetTupleTable(estate->es_tupleTable, false);
+	FreeExecutorState(estate);
 	table_close(rel, NoLock);
 
 	/* Later calls in this same statement must see the new version. */
 	CommandCounterIncrement();
 }
 
-/* Hand the lease to a new holder with the given token. */
+/* Hand the lease to a new holder (the current role) with the given token. */
 void
 LeaseWriteNew(const DlockRelations *rels, text *name, DlockLease *lease,
 			  int64 token, const char *owner, TimestampTz now,
@@ -147,6 +351,7 @@ LeaseWriteNew(const DlockRelations *rels, text *name, DlockLease *lease,
 	lease->token = token;
 	lease->owner = owner ? pstrdup(owner) : NULL;
 	namestrcpy(&lease->role, GetUserNameFromId(GetUserId(), false));
+	LeaseBindHolder(lease, GetUserId());
 	lease->acquired_at = now;
 	lease->expires_at = expires_at;
 	lease->released = false;
@@ -160,6 +365,7 @@ LeaseSetExpiry(const DlockRelations *rels, text *name, DlockLease *lease,
 			   TimestampTz expires_at)
 {
 	Assert(lease->found);
+	LeaseBindHolder(lease, LeaseHolder(lease));
 	lease->expires_at = expires_at;
 	LeaseStore(rels, name, lease);
 }
@@ -170,6 +376,7 @@ LeaseSetReleased(const DlockRelations *rels, text *name, DlockLease *lease,
 				 TimestampTz now)
 {
 	Assert(lease->found);
+	LeaseBindHolder(lease, LeaseHolder(lease));
 	lease->released = true;
 	lease->released_at = now;
 	LeaseStore(rels, name, lease);
@@ -189,29 +396,27 @@ LeaseListIdle(const DlockRelations *rels, TimestampTz now, TimestampTz cutoff,
 	HeapTuple	tuple;
 	List	   *names = NIL;
 
-	rel = table_open(rels->lease_table, AccessShareLock);
+	rel = DlockOpenLeaseTable(rels, AccessShareLock);
 	scan = systable_beginscan(rel, InvalidOid, false, SnapshotSelf, 0, NULL);
 	while (list_length(names) < limit &&
 		   HeapTupleIsValid(tuple = systable_getnext(scan)))
 	{
-		Datum		values[Natts_dlock_lease];
-		bool		nulls[Natts_dlock_lease];
-		TimestampTz expires_at;
+		DlockLease	lease;
 		TimestampTz last;
 
-		heap_deform_tuple(tuple, RelationGetDescr(rel), values, nulls);
-		expires_at = DatumGetTimestampTz(values[Anum_dlock_lease_expires_at - 1]);
-		if (nulls[Anum_dlock_lease_released_at - 1])
-		{
-			if (expires_at > now)
-				continue;		/* held */
-			last = expires_at;
-		}
-		else
-			last = DatumGetTimestampTz(values[Anum_dlock_lease_released_at - 1]);
+		memset(&lease, 0, sizeof(lease));
+		LeaseFromTuple(rel, tuple, rels, &lease);
+		if (LeaseIsHeld(&lease, now))
+			continue;
+		last = lease.released ? lease.released_at : lease.expires_at;
 		if (last < cutoff)
-			names = lappend(names,
-							DatumGetTextPCopy(values[Anum_dlock_lease_name - 1]));
+		{
+			bool		isnull;
+			Datum		name = heap_getattr(tuple, Anum_dlock_lease_name,
+											RelationGetDescr(rel), &isnull);
+
+			names = lappend(names, DatumGetTextPCopy(name));
+		}
 	}
 	systable_endscan(scan);
 	table_close(rel, AccessShareLock);
@@ -222,22 +427,26 @@ LeaseListIdle(const DlockRelations *rels, TimestampTz now, TimestampTz cutoff,
 void
 LeaseDelete(const DlockRelations *rels, DlockLease *lease)
 {
-	Relation	rel = table_open(rels->lease_table, RowExclusiveLock);
+	Relation	rel;
 
+	if (!lease->for_update)
+		elog(ERROR, "dlock lease deleted without LeaseFetchForUpdate");
+	rel = DlockOpenLeaseTable(rels, RowExclusiveLock);
+	LeaseCheckNoTriggers(rel);
 	Assert(lease->found);
-	CatalogTupleDelete(rel, &lease->tid);
+	simple_table_tuple_delete(rel, &lease->tid, InvalidSnapshot);
 	table_close(rel, NoLock);
 	lease->found = false;
 	CommandCounterIncrement();
 }
 
 /*
- * How many leases role holds at the time now, counting no further than
+ * How many leases the role holds at the time now, counting no further than
  * limit.  A scan of the whole table: only used when dlock.max_leases_per_role
  * is set.
  */
 int
-LeaseCountHeldByRole(const DlockRelations *rels, const char *role, TimestampTz now,
+LeaseCountHeldByRole(const DlockRelations *rels, Oid role, TimestampTz now,
 					 int limit)
 {
 	Relation	rel;
@@ -245,21 +454,54 @@ LeaseCountHeldByRole(const DlockRelations *rels, const char *role, TimestampTz n
 	HeapTuple	tuple;
 	int			count = 0;
 
-	rel = table_open(rels->lease_table, AccessShareLock);
+	rel = DlockOpenLeaseTable(rels, AccessShareLock);
 	scan = systable_beginscan(rel, InvalidOid, false, SnapshotSelf, 0, NULL);
 	while (count < limit && HeapTupleIsValid(tuple = systable_getnext(scan)))
 	{
-		Datum		values[Natts_dlock_lease];
-		bool		nulls[Natts_dlock_lease];
+		DlockLease	lease;
 
-		heap_deform_tuple(tuple, RelationGetDescr(rel), values, nulls);
-		if (nulls[Anum_dlock_lease_released_at - 1] &&
-			strcmp(NameStr(*DatumGetName(values[Anum_dlock_lease_role - 1])),
-				   role) == 0 &&
-			DatumGetTimestampTz(values[Anum_dlock_lease_expires_at - 1]) > now)
+		memset(&lease, 0, sizeof(lease));
+		LeaseFromTuple(rel, tuple, rels, &lease);
+		if (LeaseIsHeld(&lease, now) && LeaseHolder(&lease) == role)
 			count++;
+		if (lease.owner)
+			pfree(lease.owner);
 	}
 	systable_endscan(scan);
 	table_close(rel, AccessShareLock);
 	return count;
+}
+
+/*
+ * Raise 42501 for a caller that may not act for the holder of the lease.
+ * action is "release", "renew" or "check"; each has its own whole message.
+ */
+void
+DlockDenyHolder(const DlockLease *lease, text *name, const char *action)
+{
+	Oid			holder = LeaseHolder(lease);
+	char	   *rolname = OidIsValid(holder) ? GetUserNameFromId(holder, true) : NULL;
+	const char *lockname = text_to_cstring(name);
+
+	if (strcmp(action, "release") == 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+				 errmsg("permission denied to release lock \"%s\"", lockname),
+				 rolname ?
+				 errdetail("The lease is held by role \"%s\".", rolname) :
+				 errdetail("The lease is held by a role that no longer exists.")));
+	else if (strcmp(action, "renew") == 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+				 errmsg("permission denied to renew lock \"%s\"", lockname),
+				 rolname ?
+				 errdetail("The lease is held by role \"%s\".", rolname) :
+				 errdetail("The lease is held by a role that no longer exists.")));
+	else
+		ereport(ERROR,
+				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+				 errmsg("permission denied to check lock \"%s\"", lockname),
+				 rolname ?
+				 errdetail("The lease is held by role \"%s\"; only that role and its members may vouch for its token.", rolname) :
+				 errdetail("The lease is held by a role that no longer exists.")));
 }

@@ -145,7 +145,7 @@ TokenDraw(const DlockRelations *rels)
 		 * floor.  Serialize them, or two backends could both set it to the
 		 * floor and hand out the same token.
 		 */
-		SET_LOCKTAG_ADVISORY(tag, MyDatabaseId, DLOCK_TOKEN_CLASS, 0, 2);
+		SET_LOCKTAG_ADVISORY(tag, MyDatabaseId, 0, 0, DLOCK_LOCKTAG_EPOCH);
 		(void) LockAcquire(&tag, ExclusiveLock, false, false);
 		token = nextval_internal(rels->token_seq, false);
 		if (token <= floor)
@@ -153,6 +153,14 @@ TokenDraw(const DlockRelations *rels)
 			TokenRaiseTo(rels->token_seq, floor);
 			token = nextval_internal(rels->token_seq, false);
 		}
+
+		/*
+		 * Given back at once: the counter moves outside transactions, so the
+		 * next drawer sees it above the floor already.  Kept until the end of
+		 * the transaction, it could close a deadlock with a release or renew
+		 * of another name later in this transaction.
+		 */
+		LockRelease(&tag, ExclusiveLock, false);
 	}
 
 	/*

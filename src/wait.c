@@ -3,10 +3,12 @@
  * wait.c
  *		The advisory locks on lock names, and waiting for a busy lease.
  *
- * Each name maps to one advisory lock key in the two-int4 form:
- * (DLOCK_ADVISORY_CLASS, hash of the name), shown in pg_locks as
- * locktype 'advisory', classid 4475979, objid the hash, objsubid 2.  Two
- * names may share a hash; they then only serialize their short state
+ * Each name maps to one advisory locktag of dlock's own key space (dlock.h):
+ * shown in pg_locks as locktype 'advisory', classid and objid the high and
+ * low 32 bits of a 64-bit hash of the name, objsubid DLOCK_LOCKTAG_NAME.
+ * The SQL advisory lock functions only reach objsubid 1 and 2, so no role
+ * can take these locks.  Two names may share a hash (at 64 bits, unlikely
+ * below billions of names); they then only serialize their short state
  * changes, never the leases themselves.  All these locks are
  * transaction-level, so they work behind transaction-pooling connection
  * poolers and never outlive the transaction that took them.
@@ -34,21 +36,29 @@
 /* How often a waiter looks at a busy lease, in microseconds. */
 #define DLOCK_POLL_INTERVAL		4000
 
+/*
+ * The key of a lock name: 64 bits of its hash in fields 2 and 3, the
+ * database in field 1, and DLOCK_LOCKTAG_NAME in field 4, a value no SQL
+ * function reaches (see dlock.h).
+ */
 void
 NameLockTag(text *name, LOCKTAG *tag)
 {
-	uint32		hash = DatumGetUInt32(hash_any((unsigned char *) VARDATA_ANY(name),
-											   VARSIZE_ANY_EXHDR(name)));
+	uint64		hash = DatumGetUInt64(hash_any_extended((unsigned char *) VARDATA_ANY(name),
+														VARSIZE_ANY_EXHDR(name),
+														0));
 
-	SET_LOCKTAG_ADVISORY(*tag, MyDatabaseId, DLOCK_ADVISORY_CLASS, hash, 2);
+	SET_LOCKTAG_ADVISORY(*tag, MyDatabaseId, (uint32) (hash >> 32),
+						 (uint32) hash, DLOCK_LOCKTAG_NAME);
 }
 
-/* The waiters' key of the name whose key is tag. */
+/* The waiters' key of the name whose key is tag: the same hash, field 4 differs. */
 void
 NameWaiterTag(const LOCKTAG *tag, LOCKTAG *waiter_tag)
 {
-	SET_LOCKTAG_ADVISORY(*waiter_tag, tag->locktag_field1, DLOCK_WAITER_CLASS,
-						 tag->locktag_field3, 2);
+	SET_LOCKTAG_ADVISORY(*waiter_tag, tag->locktag_field1,
+						 tag->locktag_field2, tag->locktag_field3,
+						 DLOCK_LOCKTAG_WAITERS);
 }
 
 /* Is any acquire waiting for this name (or one with the same hash)? */

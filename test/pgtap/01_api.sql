@@ -32,6 +32,7 @@ SELECT set_eq(
           'function dlock_assert(text,bigint)',
           'function dlock_fence()',
           'function dlock_cleanup(interval,integer)',
+          'function dlock_resolve_holder(name,oid,bigint)',
           'table dlock_lease',
           'sequence dlock_token_seq',
           'view dlock_leases',
@@ -43,7 +44,7 @@ SELECT set_eq(
                        'type dlock_leases', 'type dlock_leases[]',
                        'type dlock_fenced_tables', 'type dlock_fenced_tables[]']
             ELSE '{}'::pg_catalog.text[] END,
-    'extension dlock owns exactly its seven functions, the table, the sequence and the views');
+    'extension dlock owns exactly its functions, the table, the sequence and the views');
 SELECT ok((SELECT e.extconfig @> ARRAY[to_regclass('dlock_lease')::pg_catalog.oid,
                                        to_regclass('dlock_token_seq')::pg_catalog.oid]
              FROM pg_catalog.pg_extension AS e WHERE e.extname = 'dlock'),

@@ -1,13 +1,12 @@
 #!/usr/bin/env bash
-# test/scripts/collision.sh: two lock names that share an advisory-lock key,
-# one suite of "make check".
+# test/scripts/collision.sh: 64-bit lock keys, one suite of "make check".
 #
-# dlock locks a name on (4475979, hashtext(name)); this finds a real pair of
-# names with the same hash and shows that the one holds up the other only
-# while a transaction on it is open, never through its lease.  The work is in
-# collision.py (its docstring lists the checks); this wrapper runs it with
-# Debian's /usr/bin/python3, which has psycopg 3 (python3-psycopg), whatever
-# python3 comes first on PATH, and cuts it off if it overruns.
+# dlock locks a name on a 64-bit hash in its own key space (objsubid 17484);
+# this shows the key in pg_locks, that 300,000 names share none, and that
+# two names sharing 1.0's 32-bit key no longer hold each other up.  The work
+# is in collision.py (its docstring lists the checks); this wrapper runs it
+# with Debian's /usr/bin/python3, which has psycopg 3 (python3-psycopg),
+# whatever python3 comes first on PATH, and cuts it off if it overruns.
 #
 # test/run runs it with PGHOST, PGPORT, PGUSER and PGDATABASE set for a
 # throwaway cluster; it creates and drops its own database, dlock_collision.

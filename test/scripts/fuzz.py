@@ -58,7 +58,8 @@ Checks:
     SQLSTATE is the one the README gives.  A ttl is valid when its real
     length, clock_timestamp() + ttl on the server's calendar (the session's
     time zone) minus clock_timestamp(), is above 0 and at most
-    dlock.max_ttl (the observer computes it; "Time and tokens" in the
+    dlock.max_ttl (plus an hour for a ttl with days or months), and its
+    nominal length is at most dlock.max_ttl (the observer computes it; "Time and tokens" in the
     README: months and days are added as timestamptz + interval does); one
     that cannot be added to the current time at all must get 22023 too
   - a refused ttl is refused for the right reason: "must be positive" only
@@ -493,8 +494,9 @@ def exp_fence_token(e, v):
 def exp_ttl(e, v, ctx):
     """A ttl is valid if it can be added to clock_timestamp() on the
     server's calendar, its real length (that sum minus clock_timestamp()) is
-    above 0, and its nominal length (24-hour days, 30-day months) is above 0
-    and at most dlock.max_ttl; otherwise 22023."""
+    above 0 and at most dlock.max_ttl (plus an hour with days or months),
+    and its nominal length (24-hour days, 30-day months) is above 0 and at
+    most dlock.max_ttl; otherwise 22023."""
     if e.done:
         return                      # decided by an earlier argument
     if v is None:
@@ -519,9 +521,19 @@ def exp_ttl(e, v, ctx):
             nominal = real
     e.ttl_real = real
     e.ttl_nominal = nominal
+    # The real length is bounded too (1.1): by dlock.max_ttl, plus an hour
+    # for a ttl with days or months (a day may last 25 hours).
+    limit = ctx.max_ttl * 10**6
+    if isinstance(v, Iv):
+        slack = 3600 * 10**6 if (v.m or v.d) else 0
+    else:
+        slack = None                # parts unknown: either answer near the limit
+    hard = limit + (slack if slack is not None else 3600 * 10**6)
     if real is None or real <= 0 or nominal is None or nominal <= 0 or \
-            nominal > ctx.max_ttl * 10**6:
+            nominal > limit or real > hard:
         e.must("22023")
+    elif slack is None and real > limit:
+        e.add("22023")
 
 
 def exp_duration(e, v):
@@ -627,8 +639,8 @@ def make_call(g, ctx, parse_errors):
         exp_token(e, token)
         if fn == "release":
             exp_readonly(e, ctx)
-            if ctx.role:
-                e.add("42501")
+        if ctx.role:
+            e.add("42501")          # 1.1: another role's right token, checked too
         if fn == "assert":
             e.add("LK001")
         e.add("ok")
@@ -695,6 +707,8 @@ def make_call(g, ctx, parse_errors):
         exp_readonly(e, ctx)
         exp_name(e, name)
         exp_fence_token(e, token)
+        if ctx.role:
+            e.add("42501")          # 1.1: the fence is a check
         e.add("LK001", "ok")
     elif x < 0.85:
         table, _ = r.choice(FENCE_FIXED)
@@ -704,6 +718,8 @@ def make_call(g, ctx, parse_errors):
             q, args = f"UPDATE {table} SET token = %s::bigint WHERE seed", (token,)
         exp_readonly(e, ctx)
         exp_fence_token(e, token)
+        if ctx.role:
+            e.add("42501")          # 1.1: the fence is a check
         e.add("LK001", "ok")
     else:
         table = r.choice(list(FENCE_BAD))

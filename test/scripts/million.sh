@@ -51,7 +51,7 @@ else
 	echo "not ok 2 - all $N leases are held (got $held)"; fail=1
 fi
 
-locks=$(q -c "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND classid IN (4475979, 4475980)")
+locks=$(q -c "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND objsubid IN (17484, 17485)")
 if [ "$locks" = 0 ]; then
 	echo "ok 3 - no dlock lock left in pg_locks"
 else

@@ -62,7 +62,7 @@ NAMES = ("pgb/a", "pgb/b", "pgb/c", "pgb/d")
 TTL_MS = 500
 STALL_S = (0.6, 0.75)           # always longer than the TTL
 SERVER_CONNECTIONS = 2
-CLASSES = (4475979, 4475980)
+CLASSES = (17484, 17485)
 
 PLANS = (("normal", 84), ("stall_between", 12), ("stall_inside", 4))
 
@@ -551,7 +551,7 @@ def verify(tap, events, rows, mon, selftest, leftover, leftover_all, stats, elap
     # 9. Nothing left afterwards.
     problems = [f"left in pg_locks: {r}" for r in leftover]
     problems += [f"other advisory lock left: {r}" for r in leftover_all]
-    tap.check("no dlock advisory locks (classid 4475979, 4475980) left in pg_locks "
+    tap.check("no dlock advisory locks (objsubid 17484, 17485) left in pg_locks "
               "afterwards, nor any other advisory lock in the database", problems)
 
     # 10. Busy enough.
@@ -653,10 +653,10 @@ def main():
         with direct("dlock-pgb-final") as conn:
             leftover = conn.execute(
                 "SELECT pid, classid, objid, objsubid, mode, granted FROM pg_locks"
-                " WHERE locktype = 'advisory' AND classid IN (%s, %s)", CLASSES).fetchall()
+                " WHERE locktype = 'advisory' AND objsubid IN (%s, %s)", CLASSES).fetchall()
             leftover_all = conn.execute(
                 "SELECT pid, classid, objid, objsubid, mode, granted FROM pg_locks"
-                " WHERE locktype = 'advisory' AND classid NOT IN (%s, %s)"
+                " WHERE locktype = 'advisory' AND objsubid NOT IN (%s, %s)"
                 "   AND database = (SELECT oid FROM pg_database WHERE datname = %s)",
                 CLASSES + (DB,)).fetchall()
             rows = []

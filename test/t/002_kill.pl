@@ -38,7 +38,7 @@ sub sql
 }
 
 my $dlock_locks = q{SELECT count(*) FROM pg_catalog.pg_locks
-	WHERE locktype = 'advisory' AND classid = 4475979};
+	WHERE locktype = 'advisory' AND objsubid = 17484};
 
 sql('CREATE EXTENSION dlock');
 

@@ -90,6 +90,16 @@ CREATE TRIGGER payout_fence BEFORE INSERT OR UPDATE ON payout
 	FOR EACH ROW EXECUTE FUNCTION locks.dlock_fence('payouts', 'token');
 INSERT INTO payout VALUES (1, $t{payouts});});
 
+# Holder roles (1.1): a lease of a role that the destination will have (under
+# another OID), and one of a role it will not have.
+sql($src, 'app', q{CREATE ROLE dlock_dump_holder; CREATE ROLE dlock_dump_gone;
+GRANT USAGE ON SCHEMA locks TO PUBLIC});
+$t{role} = sql($src, 'app',
+	q{SET ROLE dlock_dump_holder; SELECT locks.dlock_acquire('role/holder', '1 hour')});
+$t{gone} = sql($src, 'app',
+	q{SET ROLE dlock_dump_gone; SELECT locks.dlock_acquire('role/gone', '1 hour')});
+push @handed, $t{role}, $t{gone};
+
 # The highest token handed out: its acquire rolled back, so it is in no
 # lease row, only in the counter.
 my $rolled_back = sql(
@@ -105,10 +115,10 @@ is(sql($src, 'app', 'SELECT max(token) < ' . $rolled_back . ' FROM locks.dlock_l
 
 my $leases_query = q{SET timezone = 'UTC';
 SELECT name, owner, token, acquired_at, expires_at, released_at, held, role
-  FROM locks.dlock_leases ORDER BY name COLLATE "C"};
+  FROM locks.dlock_leases WHERE name NOT LIKE 'role/%' ORDER BY name COLLATE "C"};
 my $leases_before = sql($src, 'app', $leases_query);
 is( sql($src, 'app',
-		q{SELECT string_agg(name || '=' || held, ',' ORDER BY name COLLATE "C") FROM locks.dlock_leases}),
+		q{SELECT string_agg(name || '=' || held, ',' ORDER BY name COLLATE "C") FROM locks.dlock_leases WHERE name NOT LIKE 'role/%'}),
 	"churn=false,expired=false,held/anon=true,held/owned=true,it's \"odd\"\tnäme/ü=true,payouts=true,released=false",
 	'source: the leases before the dump');
 
@@ -168,6 +178,18 @@ sub check_restored
 	is(sqlstate($node, $db, "INSERT INTO payout VALUES (3, $t{released})"),
 		'LK001', "$label: a stale token is rejected by the fence");
 
+	# Holder roles: the role of the recorded name holds its lease (by OID in
+	# the same cluster, by name in another); a missing role's lease is left
+	# to superusers.
+	is( sql($node, $db,
+			"SET ROLE dlock_dump_holder; SELECT locks.dlock_renew('role/holder', $t{role}, '1 hour')"),
+		't', "$label: the holder role renews its restored lease");
+	is( sql($node, $db,
+			"SET ROLE dlock_dump_holder; SELECT token FROM locks.dlock_leases WHERE name = 'role/holder'"),
+		$t{role}, "$label: the holder role sees its token");
+	is(sql($node, $db, "SELECT locks.dlock_release('role/gone', $t{gone})"),
+		't', "$label: a superuser releases the lease of a role that is not there");
+
 	# Free leases are free, with newer tokens.
 	my $t_exp = sql($node, $db, q{SELECT locks.dlock_acquire('expired', '1 hour')});
 	cmp_ok($t_exp, '>', $new, "$label: the expired lease is taken with a newer token");
@@ -188,6 +210,13 @@ check_restored($src, 'app_copy', 'same cluster');
 my $dst = PostgreSQL::Test::Cluster->new('dump_dst');
 $dst->init;
 $dst->start;
+# Other roles first, so that the holder role gets another OID than in the
+# source; the source's second holder role is not created at all.
+$dst->safe_psql('postgres',
+	'CREATE ROLE dlock_dump_pad1; CREATE ROLE dlock_dump_pad2; CREATE ROLE dlock_dump_holder');
+isnt( $dst->safe_psql('postgres', q{SELECT oid FROM pg_roles WHERE rolname = 'dlock_dump_holder'}),
+	$src->safe_psql('postgres', q{SELECT oid FROM pg_roles WHERE rolname = 'dlock_dump_holder'}),
+	'fresh cluster: the holder role has another OID there');
 $dst->safe_psql('postgres', 'CREATE DATABASE app');
 $dst->command_ok(
 	[

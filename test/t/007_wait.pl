@@ -22,7 +22,7 @@ sub sql
 }
 
 my $dlock_locks = q{SELECT count(*) FROM pg_catalog.pg_locks
-	WHERE locktype = 'advisory' AND classid IN (4475979, 4475980)};
+	WHERE locktype = 'advisory' AND objsubid IN (17484, 17485)};
 
 sql('CREATE EXTENSION dlock');
 my $token = sql(q{SELECT dlock_acquire('job', '1 hour')});
@@ -37,9 +37,9 @@ SELECT dlock_acquire('job', '1 hour', '1 min');
 ok( $node->poll_query_until(
 		'postgres', qq{SELECT wait_event = 'Extension' FROM pg_stat_activity WHERE pid = $pid}),
 	'the waiter sleeps in its wait');
-is(sql(qq{SELECT count(*) FROM pg_locks WHERE pid = $pid AND locktype = 'advisory' AND classid = 4475979}),
+is(sql(qq{SELECT count(*) FROM pg_locks WHERE pid = $pid AND locktype = 'advisory' AND objsubid = 17484}),
 	'0', 'the waiter holds no lock on the name while it waits');
-is(sql(qq{SELECT count(*) FROM pg_locks WHERE pid = $pid AND locktype = 'advisory' AND classid = 4475980 AND mode = 'ShareLock' AND granted}),
+is(sql(qq{SELECT count(*) FROM pg_locks WHERE pid = $pid AND locktype = 'advisory' AND objsubid = 17485 AND mode = 'ShareLock' AND granted}),
 	'1', 'the waiter is visible as a waiter');
 is(sql("SELECT pg_terminate_backend($pid)"), 't', 'terminated the waiter');
 ok($node->poll_query_until('postgres', "SELECT count(*) = 0 FROM pg_stat_activity WHERE pid = $pid"),

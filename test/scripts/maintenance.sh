@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# test/scripts/maintenance.sh: VACUUM FULL, CLUSTER, REINDEX and TRUNCATE of
+# the lease table under load, and DROP EXTENSION under a waiting acquire; one
+# suite of "make check" (issue 13, findings 3 and 5).  The work is in
+# maintenance.py (its docstring lists the checks); this wrapper runs it with
+# Debian's /usr/bin/python3, which has psycopg 3 (python3-psycopg), and cuts
+# it off if it overruns.  It takes about 25 seconds and prints TAP.
+set -uo pipefail
+
+here=$(cd "$(dirname "$0")" && pwd)
+python=/usr/bin/python3
+limit=${DLOCK_MAINT_TIMEOUT:-120}
+
+if ! "$python" -c 'import psycopg' 2>/dev/null; then
+	echo "1..1"
+	echo "not ok 1 - $python can import psycopg (Debian package python3-psycopg)"
+	exit 1
+fi
+
+timeout -k 5 "$limit" "$python" "$here/maintenance.py"
+rc=$?
+if [ "$rc" -eq 124 ] || [ "$rc" -eq 137 ]; then
+	echo "not ok 99 - maintenance.py finished within $limit s"
+fi
+exit "$rc"
