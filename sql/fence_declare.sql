@@ -215,7 +215,9 @@ SELECT count(*) AS committed FROM scratch;
 
 -- Parallel workers: a PARALLEL SAFE wrapper cannot move a check there.
 SELECT proname, proparallel FROM pg_proc
- WHERE proname LIKE 'dlock%' AND pronamespace = 'public'::regnamespace
+ WHERE proname IN ('dlock_acquire', 'dlock_release', 'dlock_renew', 'dlock_check',
+                   'dlock_assert', 'dlock_fence', 'dlock_cleanup')
+   AND pronamespace = 'public'::regnamespace
  ORDER BY proname;
 CREATE FUNCTION check_wrapper(t bigint) RETURNS boolean LANGUAGE sql PARALLEL SAFE
   AS $$ SELECT dlock_check('job', t) $$;
