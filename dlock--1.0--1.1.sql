@@ -63,6 +63,56 @@ COMMENT ON COLUMN @extschema@.dlock_leases.role IS
 
 -- 1.1: fencing (issue 11)
 
+-- dlock_assert declares the token its transaction writes with; the trigger
+-- fences DELETE and TRUNCATE too, and needs a declared token for writes that
+-- do not change the token column.
+COMMENT ON FUNCTION @extschema@.dlock_assert(pg_catalog.text, pg_catalog.int8) IS
+	'like dlock_check, but raise SQLSTATE LK001 (stale fencing token) instead of returning false; on success, declare token as this transaction''s token for name, which dlock_fence takes for writes that carry no new token';
+COMMENT ON FUNCTION @extschema@.dlock_fence() IS
+	'fencing trigger: BEFORE INSERT OR UPDATE OR DELETE FOR EACH ROW EXECUTE FUNCTION dlock_fence(lock, token_column [, ''column'']), and BEFORE TRUNCATE FOR EACH STATEMENT EXECUTE FUNCTION dlock_fence(lock); a write that does not carry a new token needs the token declared by dlock_assert; stale writers get SQLSTATE LK001';
+
+CREATE VIEW @extschema@.dlock_fenced_tables AS
+	SELECT t.tgrelid::pg_catalog.regclass AS "table",
+		   pg_catalog.bool_or((t.tgtype::pg_catalog.int4 OPERATOR(pg_catalog.&) 7) OPERATOR(pg_catalog.=) 7) AS "insert",
+		   pg_catalog.bool_or((t.tgtype::pg_catalog.int4 OPERATOR(pg_catalog.&) 19) OPERATOR(pg_catalog.=) 19) AS "update",
+		   pg_catalog.bool_or((t.tgtype::pg_catalog.int4 OPERATOR(pg_catalog.&) 11) OPERATOR(pg_catalog.=) 11) AS "delete",
+		   pg_catalog.bool_or((t.tgtype::pg_catalog.int4 OPERATOR(pg_catalog.&) 35) OPERATOR(pg_catalog.=) 34) AS "truncate",
+		   pg_catalog.array_agg(t.tgname ORDER BY t.tgname) AS triggers
+	  FROM pg_catalog.pg_trigger AS t
+	 WHERE t.tgfoid OPERATOR(pg_catalog.=) '@extschema@.dlock_fence()'::pg_catalog.regprocedure
+	   AND t.tgenabled OPERATOR(pg_catalog.<>) 'D'
+	 GROUP BY t.tgrelid;
+COMMENT ON VIEW @extschema@.dlock_fenced_tables IS
+	'every table with an enabled dlock_fence trigger, and which writes its triggers fence';
+COMMENT ON COLUMN @extschema@.dlock_fenced_tables."table" IS 'the fenced table (a partition has triggers of its own, cloned from its parent)';
+COMMENT ON COLUMN @extschema@.dlock_fenced_tables."insert" IS 'a BEFORE INSERT row trigger fences INSERT, COPY FROM and the insert of an upsert or MERGE';
+COMMENT ON COLUMN @extschema@.dlock_fenced_tables."update" IS 'a BEFORE UPDATE row trigger fences UPDATE, ON CONFLICT DO UPDATE and MERGE ... THEN UPDATE';
+COMMENT ON COLUMN @extschema@.dlock_fenced_tables."delete" IS 'a BEFORE DELETE row trigger fences DELETE and MERGE ... THEN DELETE; false for triggers created the 1.0 way';
+COMMENT ON COLUMN @extschema@.dlock_fenced_tables."truncate" IS 'a BEFORE TRUNCATE statement trigger fences TRUNCATE';
+COMMENT ON COLUMN @extschema@.dlock_fenced_tables.triggers IS 'the enabled dlock_fence triggers on the table';
+GRANT SELECT ON @extschema@.dlock_fenced_tables TO PUBLIC;
+
+-- Tables fenced the 1.0 way (BEFORE INSERT OR UPDATE) do not fence DELETE.
+DO $dlock$
+DECLARE
+	tables pg_catalog.text;
+BEGIN
+	SELECT pg_catalog.string_agg(f."table"::pg_catalog.text, ', ' ORDER BY f."table"::pg_catalog.text)
+	  INTO tables
+	  FROM @extschema@.dlock_fenced_tables AS f
+	 WHERE NOT f."delete";
+	IF tables IS NOT NULL THEN
+		-- Extension scripts run with client_min_messages raised to WARNING;
+		-- this NOTICE is for the one who runs the update.  (The setting goes
+		-- back when the script ends.)
+		PERFORM pg_catalog.set_config('client_min_messages', 'notice', true);
+		RAISE NOTICE 'dlock_fence does not fence DELETE on these tables: %', tables
+			USING DETAIL = 'Their dlock_fence triggers were created BEFORE INSERT OR UPDATE, the 1.0 way.',
+				  HINT = 'Re-create each trigger BEFORE INSERT OR UPDATE OR DELETE, and add a BEFORE TRUNCATE trigger; the view dlock_fenced_tables shows what each table fences.';
+	END IF;
+END
+$dlock$;
+
 -- 1.1: tokens (issue 12)
 
 -- One row per jump of the token counter (src/token.c): the floor it jumped

@@ -37,7 +37,13 @@ INSERT INTO ledger (amount, token) VALUES (20, :t1);
 \echo :LAST_ERROR_SQLSTATE
 INSERT INTO ledger (amount, token) VALUES (30, NULL);
 \echo :LAST_ERROR_SQLSTATE
+-- 1.1: an UPDATE that leaves the token alone needs a declared token.
 UPDATE ledger SET amount = 11 WHERE token = :t2;
+\echo :LAST_ERROR_SQLSTATE
+BEGIN;
+SELECT dlock_assert('payout', :t2);
+UPDATE ledger SET amount = 11 WHERE token = :t2;
+COMMIT;
 UPDATE ledger SET amount = 12, token = :t1 WHERE token = :t2;
 \echo :LAST_ERROR_SQLSTATE
 SELECT amount, token = :t2 AS by_holder FROM ledger ORDER BY id;

@@ -270,7 +270,11 @@ dlock_check(PG_FUNCTION_ARGS)
 	PG_RETURN_BOOL(FenceCheck(DlockGetRelations(fcinfo), name, token, false));
 }
 
-/* dlock_assert(name, token): dlock_check that raises LK001 instead of false. */
+/*
+ * dlock_assert(name, token): dlock_check that raises LK001 instead of false;
+ * on success it declares token as the transaction's token for name, which
+ * the dlock_fence() trigger takes for writes that carry no new token.
+ */
 Datum
 dlock_assert(PG_FUNCTION_ARGS)
 {
@@ -279,6 +283,7 @@ dlock_assert(PG_FUNCTION_ARGS)
 
 	PreventCommandDuringRecovery("dlock_assert()");
 	(void) FenceCheck(DlockGetRelations(fcinfo), name, token, true);
+	DeclareToken(name, token);
 	PG_RETURN_VOID();
 }
 

@@ -236,4 +236,39 @@ extern PGDLLEXPORT Datum dlock_fence(PG_FUNCTION_ARGS);
 extern bool FenceCheck(const DlockRelations *rels, text *name, int64 token,
 					   bool raise);
 
+/*
+ * A row that the dlock_fence() trigger let through a BEFORE UPDATE on a
+ * partition, in case the UPDATE moves it to another partition: PostgreSQL
+ * then fires BEFORE DELETE on the same row, and BEFORE INSERT on the
+ * target partition, and those must pass for the writer the UPDATE checked
+ * (fence.c; kept by declare.c).
+ */
+typedef enum FenceMoveStage
+{
+	FENCE_MOVE_NONE,			/* nothing pending */
+	FENCE_MOVE_DELETE,			/* UPDATE passed; its DELETE may follow */
+	FENCE_MOVE_INSERT			/* DELETE passed; its INSERT may follow */
+} FenceMoveStage;
+
+typedef struct FenceMove
+{
+	FenceMoveStage stage;
+	Oid			relid;			/* the source partition */
+	ItemPointerData tid;		/* the old row version */
+	int64		old_writer;		/* checked against the old row's lock */
+	int64		new_token;		/* the token the new row carries */
+	int64		new_writer;		/* checked against the new row's lock */
+	int			old_len;
+	int			new_len;
+	char		old_lock[DLOCK_MAX_NAME_BYTES];
+	char		new_lock[DLOCK_MAX_NAME_BYTES];
+} FenceMove;
+
+/* declare.c */
+extern void DlockXactGuard(void);
+extern void DeclareToken(text *name, int64 token);
+extern bool DeclaredTokenFor(text *name, int64 *token);
+extern bool DlockNamesEqual(text *a, text *b);
+extern FenceMove *FencePendingMove(void);
+
 #endif							/* DLOCK_H */

@@ -2,7 +2,7 @@
  *
  * fence.c
  *		Fencing: vouching for a token (dlock_check, dlock_assert) and the
- *		dlock_fence() trigger that rejects rows carrying a stale token.
+ *		dlock_fence() trigger that lets no stale writer change a row.
  *
  * A check that succeeds keeps DLOCK_LOCK_CHECK on the name until the
  * checking transaction ends.  Only the lease's holder role (or a member of
@@ -16,6 +16,9 @@
  */
 #include "postgres.h"
 
+#include "access/htup_details.h"
+#include "catalog/partition.h"
+#include "catalog/pg_trigger.h"
 #include "catalog/pg_type.h"
 #include "commands/trigger.h"
 #include "executor/spi.h"
@@ -23,6 +26,7 @@
 #include "utils/builtins.h"
 #include "utils/rel.h"
 
+#include "compat.h"
 #include "dlock.h"
 
 /* Raise LK001 for a token that does not hold the lease, saying why. */
@@ -98,6 +102,53 @@ FenceCheck(const DlockRelations *rels, text *name, int64 token, bool raise)
 	return false;
 }
 
+/*
+ * The dlock_fence() trigger
+ * -------------------------
+ * The writer's token is the token the new row carries when the statement
+ * changes it (an INSERT, or an UPDATE whose new token differs from the old
+ * one); otherwise it is the token the transaction declared for the row's
+ * lock (dlock_assert).  A token written back unchanged proves nothing: a
+ * stale writer writes back what it read, and a MERGE reports the union of
+ * all its branches' columns as updated, so neither the value nor the
+ * updated-columns list can tell.  Without a writer's token the write is
+ * rejected; a NULL token is filled in from the declaration.
+ *
+ * The writer's token must hold the lease (FenceCheck, which keeps the check
+ * lock to the end of the transaction) and must not be below the row's old
+ * token, so a row's token never goes down.  An UPDATE that changes the
+ * lock name column is checked against both locks.
+ *
+ * An UPDATE that moves a row to another partition fires BEFORE UPDATE on
+ * the source partition, then BEFORE DELETE there, then BEFORE INSERT on the
+ * target.  The UPDATE is checked in full; it leaves a FenceMove behind, and
+ * the DELETE of that very row version, then the INSERT of a row of the new
+ * lock and token into a partition of the same tree, pass for the writer the
+ * UPDATE checked (checked again).  Any other call of the trigger in between
+ * forgets the move, so nothing else can use it.
+ */
+
+/* The trigger's configuration, from its arguments. */
+typedef struct FenceConfig
+{
+	Relation	rel;
+	const char *token_column;
+	int			token_attnum;	/* 0 for a TRUNCATE trigger */
+	int			lock_attnum;	/* 0 when the lock name is constant */
+	text	   *lock;			/* the constant lock name */
+	Oid			fn_oid;			/* dlock_fence's own OID */
+} FenceConfig;
+
+/* Why a write has no writer's token: each case has its own detail. */
+typedef enum FenceNeed
+{
+	FENCE_NEED_NULL,			/* the new token is NULL */
+	FENCE_NEED_UNCHANGED,		/* an UPDATE that leaves the token alone */
+	FENCE_NEED_OLD_LOCK,		/* an UPDATE that moves the row off a lock */
+	FENCE_NEED_DELETE,
+	FENCE_NEED_TRUNCATE
+} FenceNeed;
+
 /* The attribute number of a column named in the trigger's arguments. */
 static int
 FenceColumn(Relation rel, const char *colname, const char *role,
@@ -130,44 +181,36 @@ FenceColumn(Relation rel, const char *colname, const char *role,
 }
 
 /*
- * dlock_fence(lock, token_column [, kind]): BEFORE INSERT OR UPDATE ... FOR
- * EACH ROW trigger that lets a row through only if its token column holds
- * the lease.  lock is the lock name, or with kind 'column' the name of a
- * text column that holds the lock name.
+ * Check how the trigger is fired and what its arguments say:
+ * dlock_fence(lock, token_column [, kind]) as a BEFORE INSERT, UPDATE or
+ * DELETE row trigger, or dlock_fence(lock [, token_column [, 'name']]) as a
+ * BEFORE TRUNCATE statement trigger.
  */
-Datum
-dlock_fence(PG_FUNCTION_ARGS)
+static void
+FenceConfigure(TriggerData *trigdata, FenceConfig *cfg)
 {
-	TriggerData *trigdata = (TriggerData *) fcinfo->context;
-	Trigger    *trigger;
-	Relation	rel;
-	HeapTuple	tuple;
-	bool		isnull;
-	int			attnum;
-	int64		token;
-	text	   *name;
+	Trigger    *trigger = trigdata->tg_trigger;
+	TriggerEvent event = trigdata->tg_event;
+	bool		truncate;
+	bool		by_column;
 
-	if (!CALLED_AS_TRIGGER(fcinfo))
+	cfg->rel = trigdata->tg_relation;
+	cfg->fn_oid = InvalidOid;
+	truncate = TRIGGER_FIRED_BY_TRUNCATE(event);
+	if (!TRIGGER_FIRED_BEFORE(event) ||
+		(truncate ? !TRIGGER_FIRED_FOR_STATEMENT(event) :
+		 !TRIGGER_FIRED_FOR_ROW(event)))
 		ereport(ERROR,
 				(errcode(ERRCODE_E_R_I_E_TRIGGER_PROTOCOL_VIOLATED),
-				 errmsg("function \"dlock_fence\" was not called by trigger manager")));
-	if (!TRIGGER_FIRED_BEFORE(trigdata->tg_event) ||
-		!TRIGGER_FIRED_FOR_ROW(trigdata->tg_event) ||
-		!(TRIGGER_FIRED_BY_INSERT(trigdata->tg_event) ||
-		  TRIGGER_FIRED_BY_UPDATE(trigdata->tg_event)))
-		ereport(ERROR,
-				(errcode(ERRCODE_E_R_I_E_TRIGGER_PROTOCOL_VIOLATED),
-				 errmsg("function \"dlock_fence\" must be fired BEFORE INSERT OR UPDATE FOR EACH ROW")));
+				 errmsg("function \"dlock_fence\" must be fired BEFORE INSERT OR UPDATE OR DELETE FOR EACH ROW, or BEFORE TRUNCATE FOR EACH STATEMENT")));
 
-	trigger = trigdata->tg_trigger;
-	rel = trigdata->tg_relation;
-	if (trigger->tgnargs != 2 && trigger->tgnargs != 3)
+	if (trigger->tgnargs < (truncate ? 1 : 2) || trigger->tgnargs > 3)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg_plural("trigger \"%s\" on relation \"%s\" passes %d argument to dlock_fence(), but it takes 2 or 3",
 							   "trigger \"%s\" on relation \"%s\" passes %d arguments to dlock_fence(), but it takes 2 or 3",
 							   trigger->tgnargs,
-							   trigger->tgname, RelationGetRelationName(rel),
+							   trigger->tgname, RelationGetRelationName(cfg->rel),
 							   trigger->tgnargs),
 				 errhint("Use dlock_fence('lock name', 'token column') or dlock_fence('lock name column', 'token column', 'column').")));
 	if (trigger->tgnargs == 3 &&
@@ -177,43 +220,333 @@ dlock_fence(PG_FUNCTION_ARGS)
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("third argument of dlock_fence() in trigger \"%s\" must be \"name\" or \"column\", not \"%s\"",
 						trigger->tgname, trigger->tgargs[2])));
+	by_column = trigger->tgnargs == 3 && strcmp(trigger->tgargs[2], "column") == 0;
+	if (truncate && by_column)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("trigger \"%s\" on relation \"%s\" fires on TRUNCATE, which needs a constant lock name",
+						trigger->tgname, RelationGetRelationName(cfg->rel)),
+				 errhint("Use dlock_fence('lock name') for a BEFORE TRUNCATE trigger.")));
 
-	PreventCommandDuringRecovery("dlock_fence()");
+	cfg->token_column = trigger->tgnargs >= 2 ? trigger->tgargs[1] : NULL;
+	cfg->token_attnum = truncate ? 0 :
+		FenceColumn(cfg->rel, cfg->token_column, "token", INT8OID, INT8OID);
+	cfg->lock_attnum = 0;
+	cfg->lock = NULL;
+	if (by_column)
+		cfg->lock_attnum = FenceColumn(cfg->rel, trigger->tgargs[0],
+									   "lock name", TEXTOID, VARCHAROID);
+	else
+	{
+		cfg->lock = cstring_to_text(trigger->tgargs[0]);
+		DlockCheckName(cfg->lock);
+	}
+}
 
-	tuple = TRIGGER_FIRED_BY_UPDATE(trigdata->tg_event) ?
-		trigdata->tg_newtuple : trigdata->tg_trigtuple;
+/* The lock name of a row. */
+static text *
+FenceRowLock(const FenceConfig *cfg, HeapTuple tuple)
+{
+	Datum		value;
+	bool		isnull;
+	text	   *name;
 
-	attnum = FenceColumn(rel, trigger->tgargs[1], "token", INT8OID, INT8OID);
-	token = DatumGetInt64(SPI_getbinval(tuple, RelationGetDescr(rel), attnum,
-										&isnull));
+	if (cfg->lock_attnum == 0)
+		return cfg->lock;
+	value = SPI_getbinval(tuple, RelationGetDescr(cfg->rel), cfg->lock_attnum,
+						  &isnull);
 	if (isnull)
 		ereport(ERROR,
 				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
-				 errmsg("fencing token must not be null"),
+				 errmsg("lock name must not be null"),
 				 errdetail("Column \"%s\" of relation \"%s\" is null.",
-						   trigger->tgargs[1], RelationGetRelationName(rel))));
+						   NameStr(TupleDescAttr(RelationGetDescr(cfg->rel),
+												 cfg->lock_attnum - 1)->attname),
+						   RelationGetRelationName(cfg->rel))));
+	name = DatumGetTextPP(value);
+	DlockCheckName(name);
+	return name;
+}
 
-	if (trigger->tgnargs == 3 && strcmp(trigger->tgargs[2], "column") == 0)
+/* The token a row carries; *isnull if none. */
+static int64
+FenceRowToken(const FenceConfig *cfg, HeapTuple tuple, bool *isnull)
+{
+	Datum		value = SPI_getbinval(tuple, RelationGetDescr(cfg->rel),
+									  cfg->token_attnum, isnull);
+
+	return *isnull ? 0 : DatumGetInt64(value);
+}
+
+/* Raise LK001 for a write that has no writer's token, saying why. */
+static void
+FenceRejectUndeclared(const FenceConfig *cfg, text *lock, FenceNeed need)
+{
+	char	   *name = text_to_cstring(lock);
+	const char *col = cfg->token_column;
+
+	ereport(ERROR,
+			(errcode(ERRCODE_DLOCK_STALE_TOKEN),
+			 errmsg("write to relation \"%s\" has no fencing token for lock \"%s\"",
+					RelationGetRelationName(cfg->rel), name),
+			 need == FENCE_NEED_NULL ?
+			 errdetail("Column \"%s\" is null, and this transaction has declared no token for the lock.", col) :
+			 need == FENCE_NEED_UNCHANGED ?
+			 errdetail("The UPDATE leaves column \"%s\" unchanged, and this transaction has declared no token for the lock.", col) :
+			 need == FENCE_NEED_OLD_LOCK ?
+			 errdetail("The UPDATE moves the row off this lock, and this transaction has declared no token for it.") :
+			 need == FENCE_NEED_DELETE ?
+			 errdetail("A DELETE carries no token, and this transaction has declared no token for the lock.") :
+			 errdetail("A TRUNCATE carries no token, and this transaction has declared no token for the lock."),
+			 errhint("Call dlock_assert(lock, token) earlier in the transaction to declare the token it writes with.")));
+}
+
+/* The token this transaction declared for lock; LK001 if none. */
+static int64
+FenceDeclared(const FenceConfig *cfg, text *lock, FenceNeed need)
+{
+	int64		token;
+
+	if (!DeclaredTokenFor(lock, &token))
+		FenceRejectUndeclared(cfg, lock, need);
+	return token;
+}
+
+/* A row's token never goes down: LK001 for a writer below it. */
+static void
+FenceNotBelow(text *lock, int64 writer, int64 row_token, bool row_isnull)
+{
+	if (!row_isnull && writer < row_token)
+		ereport(ERROR,
+				(errcode(ERRCODE_DLOCK_STALE_TOKEN),
+				 errmsg("stale fencing token %lld for lock \"%s\"",
+						(long long) writer, text_to_cstring(lock)),
+				 errdetail("The row was written with the newer token %lld.",
+						   (long long) row_token)));
+}
+
+/* Write token into the token column of tuple (a NULL filled in). */
+static HeapTuple
+FenceFillToken(const FenceConfig *cfg, HeapTuple tuple, int64 token)
+{
+	int			cols[1];
+	Datum		values[1];
+	bool		nulls[1];
+
+	cols[0] = cfg->token_attnum;
+	values[0] = Int64GetDatum(token);
+	nulls[0] = false;
+	return heap_modify_tuple_by_cols(tuple, RelationGetDescr(cfg->rel),
+									 1, cols, values, nulls);
+}
+
+static void
+FenceMoveSetLock(char *buf, int *len, text *lock)
+{
+	*len = VARSIZE_ANY_EXHDR(lock);
+	memcpy(buf, VARDATA_ANY(lock), *len);
+}
+
+static bool
+FenceMoveLockIs(const char *buf, int len, text *lock)
+{
+	return len == (int) VARSIZE_ANY_EXHDR(lock) &&
+		memcmp(buf, VARDATA_ANY(lock), len) == 0;
+}
+
+/*
+ * Does a dlock_fence trigger fire BEFORE DELETE FOR EACH ROW on rel?  Not
+ * for triggers created the 1.0 way (BEFORE INSERT OR UPDATE).
+ */
+static bool
+FenceRelFencesDelete(Relation rel, Oid fn_oid)
+{
+	TriggerDesc *trigdesc = rel->trigdesc;
+	int			i;
+
+	if (trigdesc == NULL || !trigdesc->trig_delete_before_row)
+		return false;
+	for (i = 0; i < trigdesc->numtriggers; i++)
 	{
-		Datum		value;
+		Trigger    *t = &trigdesc->triggers[i];
 
-		attnum = FenceColumn(rel, trigger->tgargs[0], "lock name",
-							 TEXTOID, VARCHAROID);
-		value = SPI_getbinval(tuple, RelationGetDescr(rel), attnum, &isnull);
-		if (isnull)
-			ereport(ERROR,
-					(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
-					 errmsg("lock name must not be null"),
-					 errdetail("Column \"%s\" of relation \"%s\" is null.",
-							   trigger->tgargs[0], RelationGetRelationName(rel))));
-		name = DatumGetTextPP(value);
+		if (t->tgfoid == fn_oid && t->tgenabled != TRIGGER_DISABLED &&
+			TRIGGER_FOR_ROW(t->tgtype) && TRIGGER_FOR_BEFORE(t->tgtype) &&
+			TRIGGER_FOR_DELETE(t->tgtype))
+			return true;
+	}
+	return false;
+}
+
+/* The root of the partition tree relid belongs to. */
+static Oid
+FencePartitionRoot(Oid relid)
+{
+	List	   *ancestors = get_partition_ancestors(relid);
+
+	return ancestors == NIL ? relid : llast_oid(ancestors);
+}
+
+/*
+ * BEFORE INSERT: the writer's token is the row's, or for a NULL token the
+ * declared one (filled in), or for the INSERT half of a partition move the
+ * one its UPDATE checked.
+ */
+static HeapTuple
+FenceInsert(const DlockRelations *rels, const FenceConfig *cfg,
+			HeapTuple tuple)
+{
+	FenceMove  *move = FencePendingMove();
+	text	   *lock = FenceRowLock(cfg, tuple);
+	bool		isnull;
+	int64		token = FenceRowToken(cfg, tuple, &isnull);
+	int64		writer;
+
+	if (move->stage == FENCE_MOVE_INSERT && !isnull &&
+		token == move->new_token &&
+		FenceMoveLockIs(move->new_lock, move->new_len, lock) &&
+		cfg->rel->rd_rel->relispartition &&
+		FencePartitionRoot(RelationGetRelid(cfg->rel)) ==
+		FencePartitionRoot(move->relid))
+		writer = move->new_writer;
+	else if (isnull)
+	{
+		writer = FenceDeclared(cfg, lock, FENCE_NEED_NULL);
+		tuple = FenceFillToken(cfg, tuple, writer);
 	}
 	else
-		name = cstring_to_text(trigger->tgargs[0]);
+		writer = token;
+	move->stage = FENCE_MOVE_NONE;
 
-	DlockCheckName(name);
+	(void) FenceCheck(rels, lock, writer, true);
+	return tuple;
+}
 
-	(void) FenceCheck(DlockGetRelations(fcinfo), name, token, true);
+/*
+ * BEFORE UPDATE: the new row's lock against the new token if the statement
+ * changes it, else against the declared token; a changed lock name also
+ * against the token declared for the old lock.
+ */
+static HeapTuple
+FenceUpdate(const DlockRelations *rels, const FenceConfig *cfg,
+			HeapTuple oldtuple, HeapTuple newtuple)
+{
+	FenceMove  *move = FencePendingMove();
+	text	   *new_lock = FenceRowLock(cfg, newtuple);
+	text	   *old_lock = FenceRowLock(cfg, oldtuple);
+	bool		old_isnull;
+	bool		new_isnull;
+	int64		old_token = FenceRowToken(cfg, oldtuple, &old_isnull);
+	int64		new_token = FenceRowToken(cfg, newtuple, &new_isnull);
+	int64		new_writer;
+	int64		old_writer;
 
-	return PointerGetDatum(tuple);
+	move->stage = FENCE_MOVE_NONE;
+
+	if (!new_isnull && (old_isnull || new_token != old_token))
+		new_writer = new_token;
+	else
+		new_writer = FenceDeclared(cfg, new_lock,
+								   new_isnull ? FENCE_NEED_NULL :
+								   FENCE_NEED_UNCHANGED);
+	if (new_isnull)
+	{
+		newtuple = FenceFillToken(cfg, newtuple, new_writer);
+		new_token = new_writer;
+	}
+	FenceNotBelow(new_lock, new_writer, old_token, old_isnull);
+	(void) FenceCheck(rels, new_lock, new_writer, true);
+
+	old_writer = new_writer;
+	if (!DlockNamesEqual(old_lock, new_lock))
+	{
+		old_writer = FenceDeclared(cfg, old_lock, FENCE_NEED_OLD_LOCK);
+		FenceNotBelow(old_lock, old_writer, old_token, old_isnull);
+		(void) FenceCheck(rels, old_lock, old_writer, true);
+	}
+
+	if (cfg->rel->rd_rel->relispartition)
+	{
+		move->relid = RelationGetRelid(cfg->rel);
+		move->tid = oldtuple->t_self;
+		move->old_writer = old_writer;
+		move->new_token = new_token;
+		move->new_writer = new_writer;
+		FenceMoveSetLock(move->old_lock, &move->old_len, old_lock);
+		FenceMoveSetLock(move->new_lock, &move->new_len, new_lock);
+		/* Without a fenced DELETE (a 1.0 trigger) the INSERT comes next. */
+		move->stage = FenceRelFencesDelete(cfg->rel, cfg->fn_oid) ?
+			FENCE_MOVE_DELETE : FENCE_MOVE_INSERT;
+	}
+	return newtuple;
+}
+
+/*
+ * BEFORE DELETE: the old row's lock against the declared token, or for the
+ * DELETE half of a partition move against the token its UPDATE checked.
+ */
+static HeapTuple
+FenceDelete(const DlockRelations *rels, const FenceConfig *cfg,
+			HeapTuple oldtuple)
+{
+	FenceMove  *move = FencePendingMove();
+	text	   *lock = FenceRowLock(cfg, oldtuple);
+	bool		isnull;
+	int64		token = FenceRowToken(cfg, oldtuple, &isnull);
+	int64		writer;
+
+	if (move->stage == FENCE_MOVE_DELETE &&
+		move->relid == RelationGetRelid(cfg->rel) &&
+		ItemPointerEquals(&move->tid, &oldtuple->t_self) &&
+		FenceMoveLockIs(move->old_lock, move->old_len, lock))
+	{
+		writer = move->old_writer;
+		move->stage = FENCE_MOVE_INSERT;
+	}
+	else
+	{
+		move->stage = FENCE_MOVE_NONE;
+		writer = FenceDeclared(cfg, lock, FENCE_NEED_DELETE);
+	}
+	FenceNotBelow(lock, writer, token, isnull);
+	(void) FenceCheck(rels, lock, writer, true);
+	return oldtuple;
+}
+
+/*
+ * dlock_fence(lock, token_column [, kind]): the fencing trigger (see above).
+ * lock is the lock name, or with kind 'column' the name of a text column
+ * that holds the lock name.
+ */
+Datum
+dlock_fence(PG_FUNCTION_ARGS)
+{
+	TriggerData *trigdata = (TriggerData *) fcinfo->context;
+	const DlockRelations *rels;
+	FenceConfig cfg;
+	TriggerEvent event;
+
+	if (!CALLED_AS_TRIGGER(fcinfo))
+		ereport(ERROR,
+				(errcode(ERRCODE_E_R_I_E_TRIGGER_PROTOCOL_VIOLATED),
+				 errmsg("function \"dlock_fence\" was not called by trigger manager")));
+	FenceConfigure(trigdata, &cfg);
+	cfg.fn_oid = fcinfo->flinfo->fn_oid;
+	PreventCommandDuringRecovery("dlock_fence()");
+	rels = DlockGetRelations(fcinfo);
+
+	event = trigdata->tg_event;
+	if (TRIGGER_FIRED_BY_INSERT(event))
+		return PointerGetDatum(FenceInsert(rels, &cfg, trigdata->tg_trigtuple));
+	if (TRIGGER_FIRED_BY_UPDATE(event))
+		return PointerGetDatum(FenceUpdate(rels, &cfg, trigdata->tg_trigtuple,
+										   trigdata->tg_newtuple));
+	if (TRIGGER_FIRED_BY_DELETE(event))
+		return PointerGetDatum(FenceDelete(rels, &cfg, trigdata->tg_trigtuple));
+
+	/* BEFORE TRUNCATE, for the whole table. */
+	FencePendingMove()->stage = FENCE_MOVE_NONE;
+	(void) FenceCheck(rels, cfg.lock,
+					  FenceDeclared(&cfg, cfg.lock, FENCE_NEED_TRUNCATE), true);
+	return PointerGetDatum(NULL);
 }

@@ -98,11 +98,14 @@ DlockLeaseTableHasRoleOid(Oid relid)
 /*
  * The extension's relations, found in the schema of the function that is
  * being called.  A function whose extension was dropped meanwhile (a waiting
- * acquire, say) gets a clear error.
+ * acquire, say) gets a clear error.  Every SQL-callable function comes here
+ * before it takes or trusts a lock, so the transaction guard (declare.c) is
+ * applied here.
  */
 const DlockRelations *
 DlockGetRelations(FunctionCallInfo fcinfo)
 {
+	DlockXactGuard();
 	if (!cached_relations_valid)
 	{
 		Oid			nspid;

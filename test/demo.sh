@@ -340,10 +340,10 @@ q <<-'EOF' || fail "scene 3: cannot create the ledger"
 		amount  numeric NOT NULL,
 		token   bigint NOT NULL
 	);
-	CREATE TRIGGER ledger_fence BEFORE INSERT OR UPDATE ON ledger
+	CREATE TRIGGER ledger_fence BEFORE INSERT OR UPDATE OR DELETE ON ledger
 		FOR EACH ROW EXECUTE FUNCTION dlock_fence('payout', 'token');
 EOF
-say demo "CREATE TRIGGER ledger_fence BEFORE INSERT OR UPDATE ON ledger"
+say demo "CREATE TRIGGER ledger_fence BEFORE INSERT OR UPDATE OR DELETE ON ledger"
 say demo "    FOR EACH ROW EXECUTE FUNCTION dlock_fence('payout', 'token');"
 
 # Replica A: takes a 1s lease, writes, stalls for 2s, writes again.

@@ -5,7 +5,8 @@
 #
 # One run, contenders alternating within every cell, ROUNDS rounds; medians
 # and the ratios the performance targets are stated in.  Then the waiting
-# benchmark (wait.py) and the churn/bloat benchmark (bloat.sh).
+# benchmark (wait.py), the churn/bloat benchmark (bloat.sh) and the cost of
+# the fence trigger (fence.sh).
 #
 # Environment: DLOCK_BENCH_SECONDS (per pgbench run, default 5),
 # DLOCK_BENCH_ROUNDS (default 3), DLOCK_BENCH_CLIENTS (default 8),
@@ -20,6 +21,10 @@
 set -uo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
+# DLOCK_BENCH_ONLY=fence: only the cost of the fence trigger (fence.sh).
+if [ "${DLOCK_BENCH_ONLY:-}" = fence ]; then
+	exec bash "$here/fence.sh"
+fi
 T=${DLOCK_BENCH_SECONDS:-5}
 ROUNDS=${DLOCK_BENCH_ROUNDS:-3}
 C=${DLOCK_BENCH_CLIENTS:-8}
@@ -287,5 +292,9 @@ bash "$here/profile.sh"
 echo
 echo "churn (test/bench/bloat.sh):"
 bash "$here/bloat.sh"
+
+echo
+echo "fencing cost (test/bench/fence.sh):"
+bash "$here/fence.sh"
 
 psql -X -q -d postgres -c "DROP DATABASE IF EXISTS $DB WITH (FORCE)"

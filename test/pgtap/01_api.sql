@@ -37,15 +37,17 @@ SELECT set_eq(
           'table dlock_lease',
           'table dlock_epoch',
           'sequence dlock_token_seq',
-          'view dlock_leases']
-    -- PostgreSQL 18 also records the row types of the table and the view
+          'view dlock_leases',
+          'view dlock_fenced_tables']
+    -- PostgreSQL 18 also records the row types of the table and the views
     -- (and their array types) as members of the extension.
     || CASE WHEN pg_catalog.current_setting('server_version_num')::pg_catalog.int4 >= 180000
             THEN ARRAY['type dlock_lease', 'type dlock_lease[]',
                        'type dlock_epoch', 'type dlock_epoch[]',
-                       'type dlock_leases', 'type dlock_leases[]']
+                       'type dlock_leases', 'type dlock_leases[]',
+                       'type dlock_fenced_tables', 'type dlock_fenced_tables[]']
             ELSE '{}'::pg_catalog.text[] END,
-    'extension dlock owns exactly its functions, the two tables, the sequence and the view');
+    'extension dlock owns exactly its functions, the two tables, the sequence and the views');
 SELECT ok((SELECT e.extconfig @> ARRAY[to_regclass('dlock_lease')::pg_catalog.oid,
                                        to_regclass('dlock_token_seq')::pg_catalog.oid,
                                        to_regclass('dlock_epoch')::pg_catalog.oid]

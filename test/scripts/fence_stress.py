@@ -2,23 +2,37 @@
 
 CLIENTS client processes fight over three lock names with a 150 ms TTL for
 SECONDS seconds.  Each one loops: acquire a name (waiting up to 100 ms), then
-write a few rows into a ledger table guarded by
+write a few times, each write in a transaction of its own, then release.
+Every write has a shape: "insert" puts a row carrying the token into the
+ledger table; the other shapes change the acct table, both guarded by
 
-    dlock_fence('name', 'token', 'column')
+    dlock_fence('name', 'token', 'column')   (BEFORE INSERT OR UPDATE OR DELETE)
 
-each in a transaction of its own, then release.  Some holdings go wrong on
-purpose:
+  update         UPDATE that leaves the token alone
+  update_token   UPDATE that sets the writer's token
+  writeback      UPDATE that writes back the token it read (as an ORM does)
+  delete         DELETE
+  upsert         INSERT ... ON CONFLICT DO UPDATE, token left alone
+  upsert_token   the same with the token in the SET list
+  merge          MERGE with WHEN MATCHED THEN DELETE / UPDATE and an INSERT
+                 with a NULL token (PostgreSQL 15 and later)
+
+A fresh write declares its token with dlock_assert first (the insert needs
+none).  An AFTER trigger on acct records every row it changes, with the
+writer's token, in acct_log.  Some holdings go wrong on purpose:
 
   creep           writes every 5-30 ms until one is rejected: writes race the
                   expiry and the waiters that wake up at it
-  stall between   a write or two, a 200-400 ms stall past the lease, another
-                  write (must be rejected with LK001), a release (must be false)
+  stall between   a write or two, a 200-400 ms stall past the lease, then a
+                  write of every shape without a declaration (each must be
+                  rejected with LK001), a release (must be false)
   stall inside    a fenced insert, the stall inside the open transaction, then
                   COMMIT: accepted, the open check keeps the lease from
                   changing hands meanwhile
-  stale inside    the same, but a second insert after the stall: rejected with
-                  LK001 "The lease expired." (nobody can have taken over), and
-                  the whole transaction rolls back
+  stale inside    the same, but after the stall a write of a random shape,
+                  declared at the start: rejected with LK001 "The lease
+                  expired." (nobody can have taken over), and the whole
+                  transaction rolls back
   drop between    the process kills itself (SIGKILL) while holding the lease
   drop inside     the same, inside a write transaction after its insert; the
                   row must not survive
@@ -31,12 +45,14 @@ value and the server clock at commit.  Within one name the commit-order value
 is the commit order: a holder's rows commit while its fence check blocks any
 hand-over, and the next holder writes only after its acquire committed.
 
-Afterwards it checks, per name: tokens never go backwards in commit order; no
-holder committed a write after a later holder acquired the lease (server
-clock); the ledger holds exactly the writes the clients saw commit; stale
-writes were attempted and all rejected; leases never overlapped; nothing else
-went wrong; and the run did enough work to mean something.  It prints TAP and
-its counts, and exits 1 on any failure.
+Afterwards it checks, per name, over the ledger and acct_log together:
+tokens never go backwards in commit order; no holder committed a write after
+a later holder acquired the lease (server clock); the ledger and acct_log
+hold exactly the writes the clients saw commit; stale writes of every shape
+were attempted and all rejected; leases never overlapped; nothing else went
+wrong; and the run did enough work to mean something.  It prints TAP and its
+counts (per shape too), and exits 1 on any failure.  The checks are one
+function, verify().
 
 Environment: PGHOST, PGPORT, PGUSER, PGDATABASE (the maintenance database),
 DLOCK_STRESS_DB (default dlock_stress, dropped and recreated),
@@ -65,6 +81,7 @@ CLIENTS = int(os.environ.get("DLOCK_STRESS_CLIENTS", "10"))
 SECONDS = float(os.environ.get("DLOCK_STRESS_SECONDS", "20"))
 SEED = int(os.environ.get("DLOCK_STRESS_SEED", str(int(time.time() * 1000) % 1000000)))
 KEEP = bool(os.environ.get("DLOCK_STRESS_KEEP"))
+MERGE = True                    # the server has MERGE (set in main())
 
 NAMES = ("stress/a", "stress/b", "stress/c")
 TTL_MS = 150
@@ -83,11 +100,22 @@ PLANS = (
     ("drop_inside", 3),
 )
 
+# Write shapes (see the docstring); MERGE only where it exists (main()).
+SHAPES = ["insert", "update", "update_token", "writeback", "delete", "upsert",
+          "upsert_token", "merge"]
+SLOTS = 12                      # acct rows per name
+
 # The least a run must have done for its verdict to mean anything.
-MIN_ACCEPTED = 200
+MIN_ACCEPTED = 100             # under load on 2 cores a run makes 150 to 1,000
 MIN_HOLDERS_PER_NAME = 20
 
 EXPIRED = "The lease expired."
+ROW_NEWER = "The row was written with the newer token"
+NO_TOKEN = {
+    "The UPDATE leaves column \"token\" unchanged, and this transaction has declared no token for the lock.",
+    "Column \"token\" is null, and this transaction has declared no token for the lock.",
+    "A DELETE carries no token, and this transaction has declared no token for the lock.",
+}
 NEWER = "The lock has since been acquired with a newer token."
 
 
@@ -132,13 +160,56 @@ BEGIN
 END $$;
 
 -- BEFORE triggers fire in name order: the fence first, then the stamp.
-CREATE TRIGGER ledger_1_fence BEFORE INSERT OR UPDATE ON ledger
+CREATE TRIGGER ledger_1_fence BEFORE INSERT OR UPDATE OR DELETE ON ledger
     FOR EACH ROW EXECUTE FUNCTION dlock_fence('name', 'token', 'column');
 CREATE TRIGGER ledger_2_stamp BEFORE INSERT ON ledger
     FOR EACH ROW EXECUTE FUNCTION ledger_stamp();
 CREATE CONSTRAINT TRIGGER ledger_3_commit AFTER INSERT ON ledger
     DEFERRABLE INITIALLY DEFERRED
     FOR EACH ROW EXECUTE FUNCTION ledger_commit_stamp();
+
+-- The other shapes change acct; acct_log records each changed row with the
+-- writer's token (stress.writer, set by the client in its transaction).
+CREATE TABLE acct (
+    name        text NOT NULL,
+    slot        integer NOT NULL,
+    v           integer NOT NULL,
+    token       bigint,
+    PRIMARY KEY (name, slot)
+);
+
+CREATE TABLE acct_log (
+    client      text NOT NULL,
+    cseq        integer NOT NULL,
+    op          text NOT NULL,
+    name        text NOT NULL,
+    writer      bigint NOT NULL,
+    written_us  bigint NOT NULL DEFAULT {us("clock_timestamp()")}
+);
+
+CREATE FUNCTION acct_audit() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    INSERT INTO acct_log (client, cseq, op, name, writer)
+    VALUES (current_setting('stress.client'), current_setting('stress.cseq')::int,
+            TG_OP, CASE TG_OP WHEN 'DELETE' THEN OLD.name ELSE NEW.name END,
+            current_setting('stress.writer')::bigint);
+    RETURN NULL;
+END $$;
+
+CREATE FUNCTION acct_commit_stamp() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    INSERT INTO ledger_commit (client, cseq) VALUES (NEW.client, NEW.cseq)
+        ON CONFLICT DO NOTHING;
+    RETURN NULL;
+END $$;
+
+CREATE TRIGGER acct_1_fence BEFORE INSERT OR UPDATE OR DELETE ON acct
+    FOR EACH ROW EXECUTE FUNCTION dlock_fence('name', 'token', 'column');
+CREATE TRIGGER acct_2_audit AFTER INSERT OR UPDATE OR DELETE ON acct
+    FOR EACH ROW EXECUTE FUNCTION acct_audit();
+CREATE CONSTRAINT TRIGGER acct_log_commit AFTER INSERT ON acct_log
+    DEFERRABLE INITIALLY DEFERRED
+    FOR EACH ROW EXECUTE FUNCTION acct_commit_stamp();
 """
 
 
@@ -162,6 +233,7 @@ class Client:
                           os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
         self.conn = None
         self.plans = [p for p, _ in PLANS]
+        self.shapes = SHAPES if MERGE else [x for x in SHAPES if x != "merge"]
         self.weights = [w for _, w in PLANS]
 
     def log(self, ev, **kw):
@@ -204,13 +276,59 @@ class Client:
             "INSERT INTO ledger (name, token, client, cseq) VALUES (%s, %s, %s, %s)",
             (name, token, self.id, cseq))
 
-    def rejected(self, err, name, token, cseqs, kind):
+    def shape_write(self, shape, name, token, cseq, declare=False):
+        """One write of the given shape, declared first if declare; returns
+        how many rows it changed."""
+        if shape == "insert":
+            self.insert(name, token, cseq)
+            return 1
+        self.conn.execute(
+            "SELECT set_config('stress.client', %s, true),"
+            "       set_config('stress.cseq', %s, true),"
+            "       set_config('stress.writer', %s, true)"
+            + (", dlock_assert(%s, %s)" if declare else ""),
+            (self.id, str(cseq), str(token)) + ((name, token) if declare else ()))
+        slot = self.rng.randrange(SLOTS)
+        pick = ("(SELECT slot FROM acct WHERE name = %s ORDER BY random() LIMIT 1)")
+        if shape == "update":
+            q, a = f"UPDATE acct SET v = v + 1 WHERE name = %s AND slot = {pick}", (name, name)
+        elif shape == "update_token":
+            q, a = (f"UPDATE acct SET v = v + 1, token = %s WHERE name = %s AND slot = {pick}",
+                    (token, name, name))
+        elif shape == "writeback":
+            row = self.conn.execute(
+                "SELECT slot, v, token FROM acct WHERE name = %s ORDER BY random() LIMIT 1",
+                (name,)).fetchone()
+            if row is None:
+                return 0
+            q, a = ("UPDATE acct SET v = %s, token = %s WHERE name = %s AND slot = %s",
+                    (row[1] + 1, row[2], name, row[0]))
+        elif shape == "delete":
+            q, a = f"DELETE FROM acct WHERE name = %s AND slot = {pick}", (name, name)
+        elif shape in ("upsert", "upsert_token"):
+            q = ("INSERT INTO acct (name, slot, v, token) VALUES (%s, %s, 1, %s)"
+                 " ON CONFLICT (name, slot) DO UPDATE SET v = acct.v + 1"
+                 + (", token = excluded.token" if shape == "upsert_token" else ""))
+            a = (name, slot, token)
+        elif shape == "merge":
+            q = ("MERGE INTO acct a USING (VALUES (%s::text, %s::int)) s(name, slot)"
+                 " ON a.name = s.name AND a.slot = s.slot"
+                 " WHEN MATCHED AND a.v >= 4 THEN DELETE"
+                 " WHEN MATCHED THEN UPDATE SET v = a.v + 1"
+                 " WHEN NOT MATCHED THEN INSERT (name, slot, v, token)"
+                 " VALUES (s.name, s.slot, 1, NULL)")
+            a = (name, slot)
+        else:
+            raise ValueError(shape)
+        return self.conn.execute(q, a).rowcount
+
+    def rejected(self, err, name, token, cseqs, kind, shape="insert"):
         """A write (and everything else in its transaction) was refused."""
         if err.sqlstate != "LK001":
-            self.fail(f"{kind} write with token {token} on {name}", err)
+            self.fail(f"{kind} {shape} write with token {token} on {name}", err)
         self.lost = True
         self.log("reject", name=name, token=token, cseqs=list(cseqs), kind=kind,
-                 detail=err.diag.message_detail)
+                 shape=shape, detail=err.diag.message_detail)
 
     def acquire(self, name):
         with self.conn.transaction():
@@ -237,16 +355,20 @@ class Client:
         self.log("release", name=name, token=token, ok=ok, at_us=at_us,
                  after_stall=after_stall, lost=self.lost)
 
-    def write(self, name, token, kind):
-        """One fenced insert in a transaction of its own; True if it committed."""
+    def write(self, name, token, kind, declare=True, shape=None):
+        """One fenced write (of a random shape unless given) in a transaction
+        of its own, declared first unless declare is false; True if it
+        committed."""
         cseq = self.next_cseq()
+        shape = shape or self.rng.choice(self.shapes)
         try:
             with self.conn.transaction():
-                self.insert(name, token, cseq)
+                rows = self.shape_write(shape, name, token, cseq, declare)
         except psycopg.Error as err:
-            self.rejected(err, name, token, [cseq], kind)
+            self.rejected(err, name, token, [cseq], kind, shape)
             return False
-        self.log("commit", name=name, token=token, cseq=cseq, kind=kind)
+        self.log("commit", name=name, token=token, cseq=cseq, kind=kind,
+                 shape=shape, rows=rows)
         return True
 
     def writes(self, name, token, low, high):
@@ -255,31 +377,36 @@ class Client:
                 return
 
     def stall_inside(self, name, token, stale):
-        """Insert, stall in the open transaction, then commit, or insert again."""
+        """Declare, insert, stall in the open transaction, then commit, or
+        write again with a random shape."""
         c1 = self.next_cseq()
         c2 = self.next_cseq() if stale else None
+        shape = self.rng.choice(self.shapes)
         stage = "insert"
+        rows = 0
         try:
             with self.conn.transaction():
+                self.conn.execute("SELECT dlock_assert(%s, %s)", (name, token))
                 self.insert(name, token, c1)
                 stage = "stall"
                 self.stall("inside", name, token)
                 if stale:
                     stage = "stale"
-                    self.insert(name, token, c2)
+                    rows = self.shape_write(shape, name, token, c2)
                 stage = "commit"
         except psycopg.Error as err:
             if stage == "insert":
                 self.rejected(err, name, token, [c1], "fresh")
             elif stage == "stale":
-                self.rejected(err, name, token, [c1, c2], "stale_inside")
+                self.rejected(err, name, token, [c1, c2], "stale_inside", shape)
             else:
                 self.fail(f"{stage} of a transaction stalled with token {token} on {name}", err)
             return
         self.log("commit", name=name, token=token, cseq=c1,
-                 kind="held_open" if not stale else "fresh")
+                 kind="held_open" if not stale else "fresh", shape="insert", rows=1)
         if stale:
-            self.log("commit", name=name, token=token, cseq=c2, kind="stale_inside")
+            self.log("commit", name=name, token=token, cseq=c2, kind="stale_inside",
+                     shape=shape, rows=rows)
 
     def cycle(self):
         name = self.rng.choice(NAMES)
@@ -300,7 +427,8 @@ class Client:
         elif plan == "stall_between":
             self.writes(name, token, 1, 2)
             self.stall("between", name, token)
-            self.write(name, token, "stale")
+            for shape in self.rng.sample(self.shapes, len(self.shapes)):
+                self.write(name, token, "stale", declare=False, shape=shape)
             self.release(name, token, after_stall=True)
         elif plan in ("stall_inside", "stale_inside"):
             self.writes(name, token, 0, 1)
@@ -422,7 +550,10 @@ class Tap:
             print(f"ok {self.n} - {desc}")
 
 
-def verify(logdir, rows, started, elapsed, run_problems):
+def verify(logdir, rows, logrows, started, elapsed, run_problems):
+    """The verdict: rows are the ledger's (the insert shape), logrows
+    acct_log's (every row the other shapes changed, with the writer's
+    token), both with their commit stamps."""
     events = []
     for fn in sorted(os.listdir(logdir)):
         events.extend(read_log(os.path.join(logdir, fn)))
@@ -450,20 +581,29 @@ def verify(logdir, rows, started, elapsed, run_problems):
     def key(client, cseq):
         return (client, cseq)
 
+    shapes = SHAPES if MERGE else [x for x in SHAPES if x != "merge"]
     ledger = {key(r["client"], r["cseq"]): r for r in rows}
-    committed = {key(e["client"], e["cseq"]): e for e in commits}
+    committed = {key(e["client"], e["cseq"]): e for e in commits
+                 if e.get("shape", "insert") == "insert"}
+    acommitted = {key(e["client"], e["cseq"]): e for e in commits
+                  if e.get("shape", "insert") != "insert" and e["rows"] > 0}
+    logged = {}
+    for r in logrows:
+        logged.setdefault(key(r["client"], r["cseq"]), []).append(r)
+    # Every committed write, whatever its shape, as (name, token, commit stamps).
+    allrows = list(rows) + list(logrows)
     refused = {key(e["client"], c): e for e in rejects for c in e["cseqs"]}
     abandoned = {key(e["client"], c): e for e in drops for c in e["cseqs"]}
 
     stale_kinds = ("stale", "stale_inside")
     stale_rejected = [e for e in rejects if e["kind"] in stale_kinds]
-    stale_accepted = [e for e in commits if e["kind"] in stale_kinds]
+    stale_accepted = [e for e in commits if e["kind"] in stale_kinds and e.get("rows", 1) > 0]
     late_rejected = [e for e in rejects if e["kind"] == "fresh"]
     creep_rejected = [e for e in rejects if e["kind"] == "creep"]
 
     # Counts.
     names = {n: {"rows": 0, "holders": set(), "acquires": 0} for n in NAMES}
-    for r in rows:
+    for r in allrows:
         names[r["name"]]["rows"] += 1
         names[r["name"]]["holders"].add(r["token"])
     for e in acquires:
@@ -500,7 +640,19 @@ def verify(logdir, rows, started, elapsed, run_problems):
           f"{sum(1 for e in releases if e['lost'] and not e['after_stall'])})")
     for n, c in names.items():
         print(f"# name {n}: {c['acquires']} acquisitions, {len(c['holders'])} holders "
-              f"wrote {c['rows']} rows")
+              f"wrote {c['rows']} rows (ledger and acct_log)")
+    for shape in shapes:
+        mine = [e for e in commits if e.get("shape", "insert") == shape]
+        print(f"# shape {shape}: {len(mine)} committed ("
+              f"{sum(1 for e in mine if e.get('rows', 1) == 0)} changed no row), "
+              f"stale attempts rejected: "
+              f"{sum(1 for e in stale_rejected if e.get('shape', 'insert') == shape)} "
+              f"(inside a declared transaction: "
+              f"{sum(1 for e in stale_rejected if e.get('shape', 'insert') == shape and e['kind'] == 'stale_inside')}), "
+              f"stale accepted: "
+              f"{sum(1 for e in stale_accepted if e.get('shape', 'insert') == shape)}, "
+              f"other rejections: "
+              f"{sum(1 for e in rejects if e.get('shape', 'insert') == shape and e['kind'] not in stale_kinds)}")
 
     tap = Tap()
     print("1..7")
@@ -508,7 +660,7 @@ def verify(logdir, rows, started, elapsed, run_problems):
     # 1. Tokens in commit order never go backwards.
     problems = []
     for n in NAMES:
-        seq = sorted((r for r in rows if r["name"] == n),
+        seq = sorted((r for r in allrows if r["name"] == n),
                      key=lambda r: (r["commit_order"] is None, r["commit_order"] or 0))
         prev = None
         for r in seq:
@@ -529,7 +681,7 @@ def verify(logdir, rows, started, elapsed, run_problems):
     problems = []
     for n in NAMES:
         end_of = {}
-        for r in rows:
+        for r in allrows:
             if r["name"] == n and r["commit_us"] is not None:
                 end_of[r["token"]] = max(end_of.get(r["token"], 0),
                                          r["commit_us"], r["written_us"])
@@ -578,7 +730,29 @@ def verify(logdir, rows, started, elapsed, run_problems):
             problems.append(f"ledger row {r['client']}/{r['cseq']} carries token "
                             f"{r['token']} on {r['name']}, which that client never "
                             f"acquired for that name")
-    tap.check("every write a client saw commit is in the ledger, and nothing else", problems)
+    for k, e in acommitted.items():
+        got = logged.get(k)
+        if not got:
+            problems.append(f"committed {e['shape']} write {k[0]}/{k[1]} (token {e['token']}, "
+                            f"{e['name']}) is missing from acct_log")
+        elif any((r["name"], r["token"]) != (e["name"], e["token"]) for r in got):
+            problems.append(f"{e['shape']} write {k[0]}/{k[1]} is in acct_log with another "
+                            f"name or token than {e['name']}/{e['token']}")
+    for k, got in logged.items():
+        if k in acommitted:
+            continue
+        why = ("rejected with LK001" if k in refused else
+               "abandoned by a disconnect" if k in abandoned else "never seen to commit")
+        problems.append(f"acct_log has {len(got)} rows of {k[0]}/{k[1]} "
+                        f"(token {got[0]['token']}, {got[0]['name']}), which was {why}")
+    for r in logrows:
+        a = acq_by_token.get(r["token"])
+        if a is None or (a["name"], a["client"]) != (r["name"], r["client"]):
+            problems.append(f"acct_log row of {r['client']}/{r['cseq']} was written with "
+                            f"token {r['token']} on {r['name']}, which that client never "
+                            f"acquired for that name")
+    tap.check("every write a client saw commit is in the ledger or acct_log, "
+              "and nothing else", problems)
 
     # 4. Stale writes were attempted, and every one was rejected.
     problems = []
@@ -587,9 +761,15 @@ def verify(logdir, rows, started, elapsed, run_problems):
     for e in stale_accepted:
         problems.append(f"stale write {e['client']}/{e['cseq']} with token {e['token']} "
                         f"on {e['name']} after a {TTL_MS} ms lease and a stall committed")
+    for shape in shapes:
+        if not any(e.get("shape", "insert") == shape for e in stale_rejected):
+            problems.append(f"no stale {shape} write was rejected: that shape was never tried")
     for e in rejects:
         # (stale_inside rejections must say EXPIRED: checked in 2.)
-        if e["kind"] != "stale_inside" and e["detail"] not in (EXPIRED, NEWER):
+        if e["kind"] == "stale" and e["detail"] in NO_TOKEN:
+            continue            # an undeclared write that carries no new token
+        if (e["kind"] != "stale_inside" and e["detail"] not in (EXPIRED, NEWER) and
+                not (e["detail"] or "").startswith(ROW_NEWER)):
             problems.append(f"{e['kind']} write {e['client']}/{e['cseqs']} with token "
                             f"{e['token']} on {e['name']} rejected for {e['detail']!r}")
     for e in releases:
@@ -639,6 +819,10 @@ def verify(logdir, rows, started, elapsed, run_problems):
         if len(c["holders"]) < MIN_HOLDERS_PER_NAME:
             problems.append(f"{n}: only {len(c['holders'])} holders wrote "
                             f"(want {MIN_HOLDERS_PER_NAME})")
+    for shape in shapes:
+        if not any(e.get("shape", "insert") == shape and e.get("rows", 1) > 0
+                   for e in commits if e["kind"] not in stale_kinds):
+            problems.append(f"no {shape} write changed a row")
     for what, count in (
             ("write rejected as the lease ran out while writing", len(creep_rejected)),
             ("stall between transactions",
@@ -675,6 +859,8 @@ def main():
                 conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(DB)))
             with psycopg.connect(dbname=DB, autocommit=True) as conn:
                 conn.execute(SCHEMA)
+                global MERGE
+                MERGE = conn.info.server_version >= 150000
         except psycopg.Error as e:
             print("1..1")
             print(f"not ok 1 - set up database {DB}")
@@ -690,8 +876,12 @@ def main():
                 "SELECT l.name, l.token, l.client, l.cseq, l.written_us,"
                 "       c.commit_order, c.commit_us"
                 "  FROM ledger l LEFT JOIN ledger_commit c USING (client, cseq)").fetchall()
+            logrows = cur.execute(
+                "SELECT l.name, l.writer AS token, l.client, l.cseq, l.op, l.written_us,"
+                "       c.commit_order, c.commit_us"
+                "  FROM acct_log l LEFT JOIN ledger_commit c USING (client, cseq)").fetchall()
 
-        failed = verify(logdir, rows, started, elapsed, run_problems)
+        failed = verify(logdir, rows, logrows, started, elapsed, run_problems)
         print(f"# {time.monotonic() - t0:.1f} s in all; "
               f"{'all passed' if not failed else f'{failed} failed'}")
         return 1 if failed else 0

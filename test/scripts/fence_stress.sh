@@ -3,8 +3,10 @@
 #
 # At least 8 client processes fight over 3 lock names with a 150 ms TTL; some
 # stall past their lease, some disconnect while holding; every write goes
-# through the dlock_fence() trigger into a ledger.  Afterwards the ledger is
-# checked against what the clients saw.  The work is in fence_stress.py (its
+# through the dlock_fence() trigger, in every statement shape (INSERT with a
+# token, UPDATE with and without the token column, DELETE, upsert, MERGE).
+# Afterwards the ledger and the audit log are checked against what the
+# clients saw.  The work is in fence_stress.py (its
 # docstring says what it checks); this wrapper runs it with Debian's
 # /usr/bin/python3, which has psycopg 3 (python3-psycopg), whatever python3
 # comes first on PATH, and cuts it off if it overruns.

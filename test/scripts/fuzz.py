@@ -485,6 +485,12 @@ def exp_token(e, v):
         e.must("22004")
 
 
+def exp_fence_token(e, v):
+    """A NULL token in a fenced row, with no declared token: LK001 (1.1)."""
+    if v is None:
+        e.must("LK001")
+
+
 def exp_ttl(e, v, ctx):
     """A ttl is valid if it can be added to clock_timestamp() on the
     server's calendar, its real length (that sum minus clock_timestamp()) is
@@ -699,8 +705,8 @@ def make_call(g, ctx, parse_errors):
         if pre:
             e.must(pre)
         exp_readonly(e, ctx)
-        exp_token(e, token)
         exp_name(e, name)
+        exp_fence_token(e, token)
         if ctx.role:
             e.add("42501")          # 1.1: the fence is a check
         e.add("LK001", "ok")
@@ -711,7 +717,7 @@ def make_call(g, ctx, parse_errors):
         else:
             q, args = f"UPDATE {table} SET token = %s::bigint WHERE seed", (token,)
         exp_readonly(e, ctx)
-        exp_token(e, token)
+        exp_fence_token(e, token)
         if ctx.role:
             e.add("42501")          # 1.1: the fence is a check
         e.add("LK001", "ok")
@@ -722,10 +728,7 @@ def make_call(g, ctx, parse_errors):
              " VALUES ('hot/anon', %s::bigint, 1, 1)")
         args = (token,)
         exp_readonly(e, ctx)
-        if table in ("fz_bad_nametype", "fz_bad_noname", "fz_bad_longname",
-                     "fz_bad_emptyname"):
-            exp_token(e, token)     # the token is looked at before the lock name
-        e.must(code)
+        e.must(code)                # the trigger is checked before any row
     return Call("fence", q, args, e, ())
 
 

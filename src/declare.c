@@ -1,0 +1,210 @@
+/*-------------------------------------------------------------------------
+ *
+ * declare.c
+ *		What dlock remembers about the current transaction: the tokens it
+ *		declared (per lock name), whether it used dlock at all, and the
+ *		transaction guard every SQL-callable function passes through.
+ *
+ * Declared tokens.  dlock_assert(name, token), once it has vouched for the
+ * token, declares it: the dlock_fence() trigger then takes it as the
+ * writer's token for rows of that lock whose statement does not carry a new
+ * token itself (an UPDATE that leaves the token alone, a DELETE, a
+ * TRUNCATE).  A declaration is kept in TopTransactionContext with the
+ * subtransaction that made it.  A subtransaction that commits hands its
+ * declarations to its parent; one that aborts (ROLLBACK TO SAVEPOINT, an
+ * exception caught by PL/pgSQL) forgets them, exactly as it gives back the
+ * check lock the declaring dlock_assert took.  Everything is forgotten when
+ * the transaction ends.  The newest declaration for a name wins.
+ *
+ * The guard.  DlockXactGuard() is called (through DlockGetRelations) by
+ * every SQL-callable function before it takes or trusts any lock:
+ *
+ *	- it refuses to run during a parallel operation: a parallel worker's
+ *	  locks are not the leader's, so a check there would protect nothing
+ *	  once the worker exits.  Refusing in the leader's parallel mode too
+ *	  makes the error independent of which process evaluated the call;
+ *	- it marks the transaction as one that used dlock, and such a
+ *	  transaction cannot be prepared (PREPARE TRANSACTION): a prepared
+ *	  transaction would keep a check's protection, or an acquire's locks,
+ *	  across restarts, and COMMIT PREPARED may run in a session that never
+ *	  loaded dlock, so its commit cannot be forced to be synchronous.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/parallel.h"
+#include "access/xact.h"
+#include "utils/builtins.h"
+#include "utils/memutils.h"
+
+#include "compat.h"
+#include "dlock.h"
+
+/* One declaration: a token for a lock name, made by a subtransaction. */
+typedef struct DeclaredToken
+{
+	SubTransactionId subid;
+	int64		token;
+	text	   *name;			/* in TopTransactionContext */
+} DeclaredToken;
+
+/* Newest first; a List in TopTransactionContext, or NIL. */
+static List *declared = NIL;
+
+/* Did this transaction call a dlock function (PREPARE is refused)? */
+static bool xact_used_dlock = false;
+
+/* The move of a row to another partition that is being fenced, if any. */
+static FenceMove pending_move;
+
+static bool callbacks_registered = false;
+
+static void
+DeclareForgetAll(void)
+{
+	declared = NIL;				/* its memory goes with the transaction */
+	xact_used_dlock = false;
+	pending_move.stage = FENCE_MOVE_NONE;
+}
+
+static void
+DeclareXactCallback(XactEvent event, void *arg)
+{
+	switch (event)
+	{
+		case XACT_EVENT_PRE_PREPARE:
+			if (xact_used_dlock)
+				ereport(ERROR,
+						(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+						 errmsg("cannot prepare a transaction that has used dlock"),
+						 errdetail("A prepared transaction would keep a lease's protection across restarts, and its COMMIT PREPARED cannot be made to wait for synchronous standbys."),
+						 errhint("Commit the transaction with COMMIT, or prepare only transactions that call no dlock function.")));
+			break;
+		case XACT_EVENT_COMMIT:
+		case XACT_EVENT_ABORT:
+		case XACT_EVENT_PREPARE:
+		case XACT_EVENT_PARALLEL_COMMIT:
+		case XACT_EVENT_PARALLEL_ABORT:
+			DeclareForgetAll();
+			break;
+		default:
+			break;
+	}
+}
+
+static void
+DeclareSubXactCallback(SubXactEvent event, SubTransactionId mySubid,
+					   SubTransactionId parentSubid, void *arg)
+{
+	ListCell   *lc;
+
+	switch (event)
+	{
+		case SUBXACT_EVENT_COMMIT_SUB:
+			foreach(lc, declared)
+			{
+				DeclaredToken *d = (DeclaredToken *) lfirst(lc);
+
+				if (d->subid == mySubid)
+					d->subid = parentSubid;
+			}
+			break;
+		case SUBXACT_EVENT_ABORT_SUB:
+			foreach(lc, declared)
+			{
+				DeclaredToken *d = (DeclaredToken *) lfirst(lc);
+
+				if (d->subid == mySubid)
+					declared = foreach_delete_current(declared, lc);
+			}
+			pending_move.stage = FENCE_MOVE_NONE;
+			break;
+		default:
+			break;
+	}
+}
+
+static void
+DeclareRegisterCallbacks(void)
+{
+	if (callbacks_registered)
+		return;
+	RegisterXactCallback(DeclareXactCallback, NULL);
+	RegisterSubXactCallback(DeclareSubXactCallback, NULL);
+	callbacks_registered = true;
+}
+
+/*
+ * The guard every SQL-callable function passes through (from
+ * DlockGetRelations) before it takes or trusts a lock.
+ */
+void
+DlockXactGuard(void)
+{
+	if (IsInParallelMode())
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_TRANSACTION_STATE),
+				 errmsg("cannot call dlock functions during a parallel operation"),
+				 errdetail("A lock taken by a parallel worker is not held by the leader's transaction, so it would protect nothing."),
+				 errhint("Mark functions that call dlock functions PARALLEL UNSAFE.")));
+	DeclareRegisterCallbacks();
+	xact_used_dlock = true;
+}
+
+/* Declare token as this transaction's token for the lock name. */
+void
+DeclareToken(text *name, int64 token)
+{
+	MemoryContext oldcxt;
+	DeclaredToken *d;
+
+	DeclareRegisterCallbacks();
+	oldcxt = MemoryContextSwitchTo(TopTransactionContext);
+	d = (DeclaredToken *) palloc(sizeof(DeclaredToken));
+	d->subid = GetCurrentSubTransactionId();
+	d->token = token;
+	d->name = (text *) palloc(VARHDRSZ + VARSIZE_ANY_EXHDR(name));
+	SET_VARSIZE(d->name, VARHDRSZ + VARSIZE_ANY_EXHDR(name));
+	memcpy(VARDATA(d->name), VARDATA_ANY(name), VARSIZE_ANY_EXHDR(name));
+	declared = lcons(d, declared);
+	MemoryContextSwitchTo(oldcxt);
+}
+
+/* Are two lock names the same bytes? */
+bool
+DlockNamesEqual(text *a, text *b)
+{
+	return VARSIZE_ANY_EXHDR(a) == VARSIZE_ANY_EXHDR(b) &&
+		memcmp(VARDATA_ANY(a), VARDATA_ANY(b), VARSIZE_ANY_EXHDR(a)) == 0;
+}
+
+/* The token this transaction declared for name, if it declared one. */
+bool
+DeclaredTokenFor(text *name, int64 *token)
+{
+	ListCell   *lc;
+
+	foreach(lc, declared)
+	{
+		DeclaredToken *d = (DeclaredToken *) lfirst(lc);
+
+		if (DlockNamesEqual(d->name, name))
+		{
+			*token = d->token;
+			return true;
+		}
+	}
+	return false;
+}
+
+/*
+ * The partition move being fenced (fence.c): one per backend, forgotten at
+ * the end of the transaction and on a subtransaction's abort.
+ */
+FenceMove *
+FencePendingMove(void)
+{
+	DeclareRegisterCallbacks();
+	return &pending_move;
+}
