@@ -79,6 +79,56 @@ CheckHolderRole(const DlockLease *lease, text *name, const char *action)
 }
 
 /*
+ * Should a busy acquire sleep and look again?  Not past its deadline, and
+ * not for a lease this very transaction holds: that cannot change hands
+ * before the transaction ends, so waiting for it is waiting for ourselves.
+ * Say busy at once then, unless it expires before the deadline.
+ */
+static bool
+WorthWaiting(const DlockLease *lease, TimestampTz now, TimestampTz deadline)
+{
+	if (now >= deadline)
+		return false;
+	return !(LeaseIsHeld(lease, now) && lease->mine &&
+			 lease->expires_at >= deadline);
+}
+
+/*
+ * With DLOCK_LOCK_STATE on the name held, decide again on the state nobody
+ * can change now: renew the owner's own lease (its token), hand a free lease
+ * to the caller (a new token), or give the lock back (0).  *lease and *now
+ * are left as decided on.
+ */
+static int64
+AcquireUnderStateLock(FunctionCallInfo fcinfo, const DlockRelations *rels,
+					  text *name, const LOCKTAG *tag, const char *owner,
+					  DlockLease *lease, TimestampTz *now)
+{
+	int64		token;
+
+	*now = GetCurrentTimestamp();
+	LeaseFetchForUpdate(rels, name, lease);
+	if (LeaseIsHeld(lease, *now) && IsOwnerRenewal(lease, owner))
+	{
+		LeaseSetExpiry(rels, name, lease, DlockExpiryArg(fcinfo, 1, *now));
+		ForceDurableCommit();
+		return lease->token;
+	}
+	if (!LeaseIsHeld(lease, *now) && NameLockTry(tag, DLOCK_LOCK_HANDOVER))
+	{
+		TimestampTz expires_at = DlockExpiryArg(fcinfo, 1, *now);
+
+		/* Every check comes before the token is drawn. */
+		CheckLeaseQuota(rels, *now);
+		token = TokenDraw(rels, lease->found ? lease->token : 0);
+		LeaseWriteNew(rels, name, lease, token, owner, *now, expires_at);
+		return token;
+	}
+	NameLockGiveBack(tag, DLOCK_LOCK_STATE);
+	return 0;
+}
+
+/*
  * dlock_acquire(name, ttl, wait, owner): a new token if the lease was free,
  * the same token if owner renews its own lease, NULL if still busy after
  * waiting up to wait.  Longer than most on purpose: the decisions of one
@@ -140,44 +190,13 @@ dlock_acquire(PG_FUNCTION_ARGS)
 			  (waiting || wait_usecs == 0 || !NameHasWaiters(&waiter_tag)))) &&
 			NameLockTry(&tag, DLOCK_LOCK_STATE))
 		{
-			/* Decide again on the state nobody can change now. */
-			now = GetCurrentTimestamp();
-			LeaseFetchForUpdate(rels, name, &lease);
-			if (LeaseIsHeld(&lease, now) && IsOwnerRenewal(&lease, owner))
-			{
-				LeaseSetExpiry(rels, name, &lease,
-							   DlockExpiryArg(fcinfo, 1, now));
-				ForceDurableCommit();
-				token = lease.token;
-			}
-			else if (!LeaseIsHeld(&lease, now) &&
-					 NameLockTry(&tag, DLOCK_LOCK_HANDOVER))
-			{
-				TimestampTz expires_at = DlockExpiryArg(fcinfo, 1, now);
-
-				/* Every check comes before the token is drawn. */
-				CheckLeaseQuota(rels, now);
-				token = TokenDraw(rels, lease.found ? lease.token : 0);
-				LeaseWriteNew(rels, name, &lease, token, owner, now,
-							  expires_at);
-			}
-			else
-				NameLockGiveBack(&tag, DLOCK_LOCK_STATE);
-
+			token = AcquireUnderStateLock(fcinfo, rels, name, &tag, owner,
+										  &lease, &now);
 			if (token != 0)
 				break;
 		}
 
-		if (now >= deadline)
-			break;
-
-		/*
-		 * A lease this very transaction holds cannot change hands before it
-		 * ends: waiting for it is waiting for ourselves.  Say busy at once,
-		 * unless it expires before the deadline.
-		 */
-		if (LeaseIsHeld(&lease, now) && lease.mine &&
-			lease.expires_at >= deadline)
+		if (!WorthWaiting(&lease, now, deadline))
 			break;
 		if (!waiting)
 		{
