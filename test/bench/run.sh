@@ -157,10 +157,12 @@ populate() {
 		INSERT INTO hand_lease SELECT 'pre' || i, i, NULL, now() - interval '1 s' FROM generate_series(1, $n) i;
 		INSERT INTO hand_lease VALUES ('busy', nextval('hand_token_seq'), NULL, now() + interval '1 day');
 		TRUNCATE dlock_lease;
-		INSERT INTO dlock_lease
-		  SELECT 'pre' || i, nextval('dlock_token_seq'), NULL,
+		INSERT INTO dlock_lease (name, token, owner, role, acquired_at, expires_at,
+		                         released_at, role_oid, role_sysid)
+		  SELECT 'pre' || i, nextval('dlock_token_seq'), NULL, current_user,
+		         now() - interval '1 min', now() - interval '1 s', now() - interval '1 s',
 		         (SELECT oid FROM pg_roles WHERE rolname = current_user),
-		         now() - interval '1 min', now() - interval '1 s', now() - interval '1 s'
+		         (SELECT system_identifier FROM pg_control_system())
 		    FROM generate_series(1, $n) i;
 		SELECT dlock_acquire('busy', '1 day');
 	EOF
