@@ -1,3 +1,4 @@
+# Copyright (c) 2026, the dlock developers
 # dlock: lease-style distributed locks with fencing tokens for PostgreSQL
 
 EXTENSION = dlock

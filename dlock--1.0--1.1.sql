@@ -1,4 +1,5 @@
 /* dlock--1.0--1.1.sql */
+-- Copyright (c) 2026, the dlock developers
 
 -- complain if script is sourced in psql, rather than via ALTER EXTENSION
 \echo Use "ALTER EXTENSION dlock UPDATE TO '1.1'" to load this file. \quit

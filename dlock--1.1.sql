@@ -1,4 +1,5 @@
 /* dlock--1.1.sql */
+-- Copyright (c) 2026, the dlock developers
 
 -- complain if script is sourced in psql, rather than via CREATE EXTENSION
 \echo Use "CREATE EXTENSION dlock" to load this file. \quit

@@ -10,6 +10,8 @@
  * target_session_attrs=read-write reaches whichever server is the primary
  * now: that is how a renewal follows a failover.
  *
+ * Copyright (c) 2026, the dlock developers
+ *
  *-------------------------------------------------------------------------
  */
 #include <poll.h>

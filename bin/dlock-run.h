@@ -51,6 +51,8 @@
  *   reopened with the same connection options, so a multi-host connection
  *   string with target_session_attrs=read-write follows a failover.
  *
+ * Copyright (c) 2026, the dlock developers
+ *
  *-------------------------------------------------------------------------
  */
 #ifndef DLOCK_RUN_H

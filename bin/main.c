@@ -8,6 +8,8 @@
  * exit with the command's status only if the lease was held throughout.
  * See dlock-run.h for the protocol and the map of the files.
  *
+ * Copyright (c) 2026, the dlock developers
+ *
  *-------------------------------------------------------------------------
  */
 #include <stdio.h>

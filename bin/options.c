@@ -7,6 +7,8 @@
  * server reads later (ReadDuration in conn.c), so that dlock-run accepts
  * exactly what dlock_acquire() accepts.
  *
+ * Copyright (c) 2026, the dlock developers
+ *
  *-------------------------------------------------------------------------
  */
 #include <errno.h>

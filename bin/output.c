@@ -10,6 +10,8 @@
  * reader has stalled): output never ends dlock-run, never holds it up and
  * never changes its exit status.
  *
+ * Copyright (c) 2026, the dlock developers
+ *
  *-------------------------------------------------------------------------
  */
 #include <errno.h>

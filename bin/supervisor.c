@@ -16,6 +16,8 @@
  * is asked (a renewal, or with --renew-every 0 the lease's time left)
  * before the lease is trusted again.
  *
+ * Copyright (c) 2026, the dlock developers
+ *
  *-------------------------------------------------------------------------
  */
 #include <errno.h>

@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# Copyright (c) 2026, the dlock developers
 """POST /jobs/nightly-report on dlock: one run at a time, across every replica.
 
 The endpoint that used to take a Redis ``SET NX EX`` lock, with "keep shorter

@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# Copyright (c) 2026, the dlock developers
 """A job runner that holds a dlock lease while it works, with psycopg 3.
 
 This is what dlock-run does for a shell command, done from inside an

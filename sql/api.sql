@@ -1,3 +1,4 @@
+-- Copyright (c) 2026, the dlock developers
 --
 -- The lease lifecycle: acquire, busy, release, renew, owners, expiry, waiting.
 -- Tokens and times vary, so results are compared, never printed.

@@ -1,3 +1,4 @@
+-- Copyright (c) 2026, the dlock developers
 --
 -- Every bad input of the contract: its SQLSTATE, and nothing changed.
 -- After each error, psql's LAST_ERROR_SQLSTATE is echoed.

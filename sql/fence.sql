@@ -1,3 +1,4 @@
+-- Copyright (c) 2026, the dlock developers
 --
 -- Fencing: dlock_check, dlock_assert and the dlock_fence() trigger.
 --

@@ -1,3 +1,4 @@
+-- Copyright (c) 2026, the dlock developers
 --
 -- Fencing in 1.1: declared tokens, every statement shape, parallel workers,
 -- PREPARE TRANSACTION, the dlock_fenced_tables view, and a 1.0 database

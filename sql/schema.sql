@@ -1,3 +1,4 @@
+-- Copyright (c) 2026, the dlock developers
 --
 -- Installation: DROP and re-CREATE, a chosen schema, and independence from
 -- the caller's search_path.

@@ -7,6 +7,8 @@
  * None of them is STRICT; every argument is checked before
  * anything is looked at or changed (args.c).
  *
+ * Copyright (c) 2026, the dlock developers
+ *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"

@@ -4,6 +4,8 @@
  *		The checks every SQL-callable function applies to its arguments, and
  *		the timestamp arithmetic that turns a ttl into an expiry time.
  *
+ * Copyright (c) 2026, the dlock developers
+ *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"

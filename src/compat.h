@@ -20,6 +20,8 @@
  *		- rd_locator and object_ownercheck() replace rd_node and
  *		  pg_extension_ownercheck() in 16 (token.c; 18 builds with them).
  *
+ * Copyright (c) 2026, the dlock developers
+ *
  *-------------------------------------------------------------------------
  */
 #ifndef DLOCK_COMPAT_H

@@ -29,6 +29,8 @@
  *	  across restarts, and COMMIT PREPARED may run in a session that never
  *	  loaded dlock, so its commit cannot be forced to be synchronous.
  *
+ * Copyright (c) 2026, the dlock developers
+ *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"

@@ -5,6 +5,8 @@
  *		it is loaded.  Finding the extension's relations is in relation.c,
  *		argument checks and timestamp arithmetic in args.c.
  *
+ * Copyright (c) 2026, the dlock developers
+ *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"

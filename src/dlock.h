@@ -93,6 +93,8 @@
  * dump, pg_upgrade) the name decides, and the next write of the row records
  * the OID there.  A 1.0 table (no role_oid) is read and written by name.
  *
+ * Copyright (c) 2026, the dlock developers
+ *
  *-------------------------------------------------------------------------
  */
 #ifndef DLOCK_H

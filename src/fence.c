@@ -12,6 +12,8 @@
  * guarded by the check commits or aborts, while the holder can still renew
  * or release it.
  *
+ * Copyright (c) 2026, the dlock developers
+ *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"

@@ -22,6 +22,8 @@
  * LeaseFetchForUpdate, whose table lock keeps the row's TID valid until the
  * transaction ends.
  *
+ * Copyright (c) 2026, the dlock developers
+ *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"

@@ -8,6 +8,8 @@
  * never consulted.  Their OIDs are cached for the backend and forgotten on
  * any relcache invalidation that concerns them (DROP EXTENSION, say).
  *
+ * Copyright (c) 2026, the dlock developers
+ *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"

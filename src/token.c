@@ -98,6 +98,8 @@
  * locally and, with synchronous standbys configured, wait for them, whatever
  * synchronous_commit the caller set; acquire and renew both call it.
  *
+ * Copyright (c) 2026, the dlock developers
+ *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"

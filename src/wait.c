@@ -19,6 +19,8 @@
  * is held, so an expiry is noticed at once.  The sleep is on the process
  * latch, so query cancel, statement_timeout and termination interrupt it.
  *
+ * Copyright (c) 2026, the dlock developers
+ *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"

@@ -1,4 +1,5 @@
 -- test/catalog.sql: a description of the installed dlock extension, one line
+-- Copyright (c) 2026, the dlock developers
 -- per fact, sorted, for comparing two databases (an updated one with a fresh
 -- install, a restored one with its source).  Run it with psql -X -A -t -q.
 --

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# Copyright (c) 2026, the dlock developers
 # test/demo.sh: the scripted scene behind "make demo".
 #
 # Three application replicas (background bash processes, each talking to the

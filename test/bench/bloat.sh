@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# Copyright (c) 2026, the dlock developers
 # test/bench/bloat.sh: no bloat under churn.  PAIRS acquire/release pairs
 # (default 10^6) over 1,000 names, 8 clients; the lease table and its index
 # must stay within 2x of their size after the first 10^4 pairs.  Prints the

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# Copyright (c) 2026, the dlock developers
 # test/bench/fence.sh: what the dlock_fence trigger costs, run by "make bench"
 # (from run.sh) or by hand (PGHOST/PGPORT/PGUSER set, a superuser, dlock
 # installable).

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# Copyright (c) 2026, the dlock developers
 # test/bench/profile.sh: where the busy path spends its time.  8 pgbench
 # clients call dlock_acquire on a name held elsewhere; perf samples their
 # backends (cpu-clock, user space) and this prints the share of the

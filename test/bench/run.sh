@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# Copyright (c) 2026, the dlock developers
 # test/bench/run.sh: dlock side by side with the hand-written SQL lease and
 # advisory locks, run by "make bench" against a throwaway durable cluster
 # (or by hand: PGHOST/PGPORT/PGUSER set, dlock installable).

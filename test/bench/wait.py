@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# Copyright (c) 2026, the dlock developers
 """Waiting for a lease: hand-over latency, CPU use of a waiter, fairness.
 
 Run by "make bench" (test/bench/run.sh) against a throwaway cluster, or by

@@ -1,3 +1,4 @@
+# Copyright (c) 2026, the dlock developers
 # test/lib/DlockCatalog.pm: compare the dlock objects of two databases.
 #
 # catalog_facts() runs test/catalog.sql (one line per fact about every

@@ -1,3 +1,4 @@
+# Copyright (c) 2026, the dlock developers
 """test/scripts/collision.py: lock keys of 64 bits (issue 13, finding 1).
 
 1.0 locked a name on (4475979, hashtext(name)): 32 bits, so two names shared

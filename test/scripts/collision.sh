@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# Copyright (c) 2026, the dlock developers
 # test/scripts/collision.sh: 64-bit lock keys, one suite of "make check".
 #
 # dlock locks a name on a 64-bit hash in its own key space (objsubid 17484);

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# Copyright (c) 2026, the dlock developers
 # test/scripts/dlock_run.sh: dlock-run, flock(1) for a fleet, end to end.
 #
 # test/run ("make check") runs this as the unprivileged test user, in the

@@ -1,3 +1,4 @@
+# Copyright (c) 2026, the dlock developers
 """Run every SQL and shell example of README.md and docs/*.md (TAP output).
 
 The convention (also in docs/internals.md, "The examples in the docs are

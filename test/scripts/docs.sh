@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# Copyright (c) 2026, the dlock developers
 # test/scripts/docs.sh: every ```sql and ```sh example of README.md and
 # docs/*.md runs, and prints what the doc shows where it shows output; one
 # suite of "make check".  The convention is in docs.py's docstring and in

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# Copyright (c) 2026, the dlock developers
 # test/scripts/example_worker.sh: examples/worker.py, the job-runner pattern
 # from an application (acquire, fenced writes, renew, release), with psycopg.
 #

@@ -1,3 +1,4 @@
+# Copyright (c) 2026, the dlock developers
 """test/scripts/fence_stress.py: the fencing stress test (see fence_stress.sh).
 
 CLIENTS client processes fight over three lock names with a 150 ms TTL for

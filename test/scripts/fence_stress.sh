@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# Copyright (c) 2026, the dlock developers
 # test/scripts/fence_stress.sh: the fencing stress test, one suite of "make check".
 #
 # At least 8 client processes fight over 3 lock names with a 150 ms TTL; some

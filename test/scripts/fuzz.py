@@ -1,3 +1,4 @@
+# Copyright (c) 2026, the dlock developers
 """test/scripts/fuzz.py: throw generated bad and odd inputs at every dlock function.
 
 Run by fuzz.sh.  CALLS calls (default 12,000) in batches, each call its own

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# Copyright (c) 2026, the dlock developers
 # test/scripts/fuzz.sh: generated bad and odd inputs for every dlock function,
 # one suite of "make check".
 #

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# Copyright (c) 2026, the dlock developers
 # test/scripts/installcheck.sh: "make installcheck" leaves a database that
 # uses dlock alone, one suite of "make check".
 #

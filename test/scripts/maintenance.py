@@ -1,3 +1,4 @@
+# Copyright (c) 2026, the dlock developers
 """test/scripts/maintenance.py: maintenance and DDL under load (issue 13).
 
 Four clients acquire, check, renew and release leases on 16 names while a

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# Copyright (c) 2026, the dlock developers
 # test/scripts/maintenance.sh: VACUUM FULL, CLUSTER, REINDEX and TRUNCATE of
 # the lease table under load, and DROP EXTENSION under a waiting acquire; one
 # suite of "make check" (issue 13, findings 3 and 5).  The work is in

@@ -1,3 +1,4 @@
+# Copyright (c) 2026, the dlock developers
 """The messages dlock shows its users, listed for review (TAP output).
 
 Every errmsg, errmsg_plural, errdetail, errdetail_plural and errhint in

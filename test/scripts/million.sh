@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# Copyright (c) 2026, the dlock developers
 # A million distinct names never exhaust the shared lock table: dlock's
 # advisory locks are transaction-scoped, so acquisitions spread over many
 # transactions leave nothing behind, however many names they take.

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# Copyright (c) 2026, the dlock developers
 # test/scripts/pgbouncer.sh: dlock behind PgBouncer in transaction pooling
 # mode, one suite of "make check".
 #

@@ -1,3 +1,4 @@
+# Copyright (c) 2026, the dlock developers
 """test/scripts/pgbouncer_client.py: dlock through PgBouncer, transaction pooling.
 
 Run by pgbouncer.sh, which starts the PgBouncer (pool_mode = transaction,

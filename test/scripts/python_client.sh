@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# Copyright (c) 2026, the dlock developers
 # test/scripts/python_client.sh: the Python client in clients/python.
 #
 # It installs the package offline the two ways its README documents (pip

@@ -1,3 +1,4 @@
+# Copyright (c) 2026, the dlock developers
 """The release files of dlock agree with each other (TAP output).
 
 Checks:

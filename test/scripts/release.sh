@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# Copyright (c) 2026, the dlock developers
 # test/scripts/release.sh: the release files agree, one suite of "make check".
 #
 # The work is in release.py (its docstring lists the checks): the version in

@@ -1,3 +1,4 @@
+# Copyright (c) 2026, the dlock developers
 
 # Leases and the fencing token counter survive a clean restart, a crash
 # (immediate stop), and a crash right after an acquire or a renewal made

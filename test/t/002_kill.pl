@@ -1,3 +1,4 @@
+# Copyright (c) 2026, the dlock developers
 
 # A backend killed with SIGKILL inside an open transaction that has acquired
 # leases: the postmaster's crash restart rolls the acquires back.  Afterwards

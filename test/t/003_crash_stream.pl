@@ -1,3 +1,4 @@
+# Copyright (c) 2026, the dlock developers
 
 # Crashes in the middle of a stream of acquisitions.
 #

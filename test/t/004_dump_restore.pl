@@ -1,3 +1,4 @@
+# Copyright (c) 2026, the dlock developers
 
 # pg_dump of a database using dlock, restored into a new database of the
 # same cluster (custom format, pg_restore) and into a database of a second,

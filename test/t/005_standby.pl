@@ -1,3 +1,4 @@
+# Copyright (c) 2026, the dlock developers
 
 # Streaming replication with a synchronous hot standby.
 #

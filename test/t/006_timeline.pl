@@ -1,3 +1,4 @@
+# Copyright (c) 2026, the dlock developers
 
 # Tokens across timelines: an asynchronous standby promoted after the
 # primary died with WAL the standby never got, and point-in-time recovery to

@@ -1,3 +1,4 @@
+# Copyright (c) 2026, the dlock developers
 
 # Waiting acquires and their interruptions: a backend terminated while it
 # waits leaves nothing behind (no lock, no change to the lease), and the

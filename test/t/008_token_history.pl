@@ -1,3 +1,4 @@
+# Copyright (c) 2026, the dlock developers
 
 # Tokens never repeat, whatever an operator does inside one cluster
 # (src/token.c).  After each event, every new token is greater than every

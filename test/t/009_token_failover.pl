@@ -1,3 +1,4 @@
+# Copyright (c) 2026, the dlock developers
 
 # Tokens across a move into another cluster followed by an asynchronous
 # failover there (src/token.c): two histories that start from the same

@@ -1,3 +1,4 @@
+# Copyright (c) 2026, the dlock developers
 
 # A logical-replication cut-over, exactly as docs/tokens.md describes it:
 # publish the lease table, subscribe, stop the clients on the old server,

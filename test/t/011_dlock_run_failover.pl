@@ -1,3 +1,4 @@
+# Copyright (c) 2026, the dlock developers
 
 # dlock-run through a failover of a synchronous-replication cluster.
 #

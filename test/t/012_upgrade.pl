@@ -1,3 +1,4 @@
+# Copyright (c) 2026, the dlock developers
 # ALTER EXTENSION dlock UPDATE from 1.0 to 1.1, with leases held.
 #
 # Version 1.0 is created with the 1.1 library (installing the 1.1 package

@@ -1,3 +1,4 @@
+# Copyright (c) 2026, the dlock developers
 # pg_dump run by the database owner, who is not a superuser.
 #
 # dlock marks its lease table and token counter (and any other table listed

@@ -1,3 +1,4 @@
+# Copyright (c) 2026, the dlock developers
 """A Unix-socket proxy in front of PostgreSQL that a test can cut or freeze.
 
 ``conninfo`` reaches the server through it.  ``cut()`` breaks every

@@ -1,3 +1,4 @@
+# Copyright (c) 2026, the dlock developers
 """Fixtures for the dlock client's tests: a real database, never a mock.
 
 DLOCK_TEST_DSN names a scratch database where dlock is installed

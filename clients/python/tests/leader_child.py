@@ -1,3 +1,4 @@
+# Copyright (c) 2026, the dlock developers
 """A replica in the leader test: campaigns, says when it gains and loses."""
 
 import sys

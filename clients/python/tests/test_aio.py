@@ -1,3 +1,4 @@
+# Copyright (c) 2026, the dlock developers
 """dlock.aio: the same behaviour as the blocking API, with asyncio."""
 
 from __future__ import annotations

@@ -1,3 +1,4 @@
+# Copyright (c) 2026, the dlock developers
 """examples/fastapi_app.py, driven by FastAPI's TestClient against the real
 database.  Each TestClient is a replica: an app with an event loop of its own."""
 

@@ -1,3 +1,4 @@
+# Copyright (c) 2026, the dlock developers
 """dlock.leader(): the leader-election loop, in one process and in two."""
 
 from __future__ import annotations

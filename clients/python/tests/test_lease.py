@@ -1,3 +1,4 @@
+# Copyright (c) 2026, the dlock developers
 """dlock.lease(), the blocking API, against a real server."""
 
 from __future__ import annotations

@@ -1,3 +1,4 @@
+# Copyright (c) 2026, the dlock developers
 """A lease across a server restart (pg_ctl restart -m fast): the renewer
 reconnects and renews before the deadline; the lease is never lost.
 

@@ -1,3 +1,4 @@
+# Copyright (c) 2026, the dlock developers
 """dlock: PostgreSQL lease locks with fencing tokens, from Python.
 
     with dlock.lease("dbname=app", "nightly-report", ttl=60) as lease:

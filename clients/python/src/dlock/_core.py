@@ -1,3 +1,4 @@
+# Copyright (c) 2026, the dlock developers
 """The logic of a lease, shared by dlock (threads) and dlock.aio (asyncio).
 
 Nothing here does I/O.  Every operation (acquire, renew, release, fence, the

@@ -1,3 +1,4 @@
+# Copyright (c) 2026, the dlock developers
 """Run the generators of dlock._core with psycopg, blocking or with asyncio."""
 
 from __future__ import annotations

@@ -1,3 +1,4 @@
+# Copyright (c) 2026, the dlock developers
 """dlock's exceptions, and the helpers that recognise a stale fencing token."""
 
 from __future__ import annotations

@@ -1,3 +1,4 @@
+# Copyright (c) 2026, the dlock developers
 """The blocking API: dlock.lease(), dlock.Lease, dlock.leader()."""
 
 from __future__ import annotations

@@ -1,3 +1,4 @@
+# Copyright (c) 2026, the dlock developers
 """dlock for asyncio: ``async with dlock.aio.lease(...) as lease``.
 
 The same API and the same logic as the blocking one (``dlock._core``), run
