@@ -447,6 +447,17 @@ FenceUpdate(const DlockRelations *rels, const FenceConfig *cfg,
 
 	if (!new_isnull && (old_isnull || new_token != old_token))
 		new_writer = new_token;
+	else if (!new_isnull && !rels->has_role_oid &&
+			 !DeclaredTokenFor(new_lock, &new_writer))
+	{
+		/*
+		 * Objects still at 1.0: 1.0's rule (the row's token) until ALTER
+		 * EXTENSION dlock UPDATE, so that installing the 1.1 library breaks
+		 * no application before its database is updated (the CHANGELOG and
+		 * docs/operations.md say so).
+		 */
+		new_writer = new_token;
+	}
 	else
 		new_writer = FenceDeclared(cfg, new_lock,
 								   new_isnull ? FENCE_NEED_NULL :

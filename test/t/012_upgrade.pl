@@ -102,6 +102,13 @@ CREATE TRIGGER payout_fence BEFORE INSERT OR UPDATE ON payout
 	is(sqlstate($db, "INSERT INTO payout VALUES (1, $job)"), '', "1.0 objects: the holder writes through the fence$in");
 	is(sqlstate($db, "INSERT INTO payout VALUES (2, $gone)"), 'LK001',
 		"1.0 objects: the fence rejects a stale token$in");
+	# 1.0's rule until the update: an UPDATE that leaves the token alone is
+	# checked against the row's token, so no application breaks when the
+	# 1.1 library is installed.
+	is(sqlstate($db, "UPDATE payout SET order_id = 5 WHERE order_id = 1"), '',
+		"1.0 objects: an UPDATE that leaves the token alone passes on the row's token$in");
+	is(sqlstate($db, "UPDATE payout SET order_id = 1 WHERE order_id = 5"), '',
+		"1.0 objects: and again$in");
 
 	# A token drawn by an acquire that rolled back: only the counter has it.
 	my $rolled_back = sql($db, "BEGIN; SELECT ${s}dlock_acquire('rolled-back', '1 hour'); ROLLBACK;");
@@ -128,6 +135,10 @@ CREATE TRIGGER payout_fence BEFORE INSERT OR UPDATE ON payout
 		"after the update the holder's fenced write passes$in");
 	is(sqlstate($db, "INSERT INTO payout VALUES (4, $gone)"), 'LK001',
 		"after the update the fence rejects a stale token$in");
+	is(sqlstate($db, "UPDATE payout SET order_id = 5 WHERE order_id = 1"), 'LK001',
+		"after the update an UPDATE that leaves the token alone needs a declared token$in");
+	is(sqlstate($db, "BEGIN; SELECT ${s}dlock_assert('job', $job); UPDATE payout SET order_id = 5 WHERE order_id = 1; UPDATE payout SET order_id = 1 WHERE order_id = 5; COMMIT;"), '',
+		"after the update the holder's declared token lets it through$in");
 	is(sql($db, "SELECT ${s}dlock_renew('job', $job, '1 hour')"), 't', "after the update renew$in");
 	is($acquire->('leader', '1 hour', 'pod-1'), $leader,
 		"after the update the owner renews and keeps its token$in");
