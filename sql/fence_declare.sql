@@ -249,12 +249,16 @@ CREATE TRIGGER legacy_fence BEFORE INSERT OR UPDATE ON legacy
 INSERT INTO legacy VALUES (1, 0, :v1);
 SELECT dlock_check('job', :v1) AS checked;
 SELECT dlock_renew('job', :v1, '1 min') AS renewed;
+-- Until ALTER EXTENSION UPDATE, 1.0 objects keep 1.0's rule: an UPDATE that
+-- leaves the token alone is checked against the row's token.
 UPDATE legacy SET v = 1;
 BEGIN;
 SELECT dlock_assert('job', :v1);
 UPDATE legacy SET v = 1;
 COMMIT;
 ALTER EXTENSION dlock UPDATE;
+-- From the update on, such an UPDATE needs a declared token.
+UPDATE legacy SET v = 2;
 SELECT * FROM dlock_fenced_tables;
 SELECT dlock_release('job', :v1) AS released;
 DROP TABLE legacy;
