@@ -21,6 +21,9 @@ use warnings;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
+use FindBin;
+use lib "$FindBin::Bin/../lib";
+use DlockTest;
 
 my $src = PostgreSQL::Test::Cluster->new('dump_src');
 $src->init;
@@ -36,9 +39,7 @@ sub sql
 sub sqlstate
 {
 	my ($node, $db, $query) = @_;
-	my ($ret, $out, $err) =
-	  $node->psql($db, "\\set VERBOSITY sqlstate\n$query", on_error_stop => 1);
-	return $ret == 0 ? '' : ($err =~ /ERROR:\s+([0-9A-Z]{5})/ ? $1 : $err);
+	return query_sqlstate($node, $db, $query);
 }
 
 sub max_of

@@ -25,6 +25,9 @@ use warnings;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
+use FindBin;
+use lib "$FindBin::Bin/../lib";
+use DlockTest;
 
 my $primary = PostgreSQL::Test::Cluster->new('primary');
 $primary->init(allows_streaming => 1);
@@ -49,9 +52,7 @@ sub sql
 sub sqlstate
 {
 	my ($node, $query) = @_;
-	my ($ret, $out, $err) = $node->psql('postgres',
-		"\\set VERBOSITY sqlstate\n$query", on_error_stop => 1);
-	return $ret == 0 ? '' : ($err =~ /ERROR:\s+([0-9A-Z]{5})/ ? $1 : $err);
+	return query_sqlstate($node, 'postgres', $query);
 }
 
 sub max_of

@@ -20,6 +20,9 @@ use warnings;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
+use FindBin;
+use lib "$FindBin::Bin/../lib";
+use DlockTest;
 
 my $node = PostgreSQL::Test::Cluster->new('history');
 $node->init;
@@ -35,9 +38,7 @@ sub sql
 sub sqlstate
 {
 	my ($db, $query) = @_;
-	my ($ret, $out, $err) =
-	  $node->psql($db, "\\set VERBOSITY sqlstate\n$query", on_error_stop => 1);
-	return $ret == 0 ? '' : ($err =~ /ERROR:\s+([0-9A-Z]{5})/ ? $1 : $err);
+	return query_sqlstate($node, $db, $query);
 }
 
 # Every token each database handed out, and the last token of each name.

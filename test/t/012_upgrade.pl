@@ -21,6 +21,7 @@ use FindBin;
 use lib "$FindBin::Bin/../lib";
 
 use DlockCatalog;
+use DlockTest;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
@@ -39,9 +40,7 @@ sub sql
 sub sqlstate
 {
 	my ($db, $query) = @_;
-	my ($ret, $out, $err) =
-	  $node->psql($db, "\\set VERBOSITY sqlstate\n$query", on_error_stop => 1);
-	return $ret == 0 ? '' : ($err =~ /ERROR:\s+([0-9A-Z]{5})/ ? $1 : $err);
+	return query_sqlstate($node, $db, $query);
 }
 
 my $default = sql('postgres', q{SELECT default_version FROM pg_available_extensions WHERE name = 'dlock'});

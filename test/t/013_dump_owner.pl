@@ -20,6 +20,7 @@ use FindBin;
 use lib "$FindBin::Bin/../lib";
 
 use DlockCatalog;
+use DlockTest;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
@@ -38,9 +39,7 @@ sub sql
 sub sqlstate
 {
 	my ($node, $db, $query, @opts) = @_;
-	my ($ret, $out, $err) = $node->psql($db, "\\set VERBOSITY sqlstate\n$query",
-		on_error_stop => 1, @opts);
-	return $ret == 0 ? '' : ($err =~ /ERROR:\s+([0-9A-Z]{5})/ ? $1 : $err);
+	return query_sqlstate($node, $db, $query, @opts);
 }
 
 my $roles = q{CREATE ROLE app_owner LOGIN;
