@@ -99,6 +99,16 @@ def seconds(value: Union[int, float, timedelta], what: str, *, zero_ok: bool) ->
     return s
 
 
+
+def leader_timing(owner: str, ttl: Union[int, float, timedelta],
+                  retry: Optional[Union[int, float, timedelta]]) -> Tuple[float, float]:
+    """A leader's checked (ttl, retry) in seconds: retry defaults to a third
+    of the ttl.  A leader needs an owner label of its own."""
+    if not owner:
+        raise ValueError("a leader needs an owner label of its own (e.g. the host name)")
+    t = seconds(ttl, "ttl", zero_ok=False)
+    return t, (t / 3 if retry is None else seconds(retry, "retry", zero_ok=False))
+
 def check_idle(status: pq.TransactionStatus) -> None:
     """A connection handed to dlock.lease must not be inside a transaction."""
     if status != pq.TransactionStatus.IDLE:

@@ -177,14 +177,10 @@ class Leader:
     def __init__(self, conninfo: str, name: str, owner: str, ttl: Seconds, *,
                  retry: Optional[Seconds] = None,
                  on_lost: Optional[Callable[[Lease], object]] = None) -> None:
-        if not owner:
-            raise ValueError("a leader needs an owner label of its own (e.g. the host name)")
         self._conninfo = conninfo
         self._name = name
         self._owner = owner
-        self._ttl = _core.seconds(ttl, "ttl", zero_ok=False)
-        self._retry = (self._ttl / 3 if retry is None
-                       else _core.seconds(retry, "retry", zero_ok=False))
+        self._ttl, self._retry = _core.leader_timing(owner, ttl, retry)
         self._on_lost = on_lost
         self._stop = threading.Event()
         self._ex = SyncExecutor(None, conninfo, self._stop)
