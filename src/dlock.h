@@ -272,5 +272,7 @@ extern void DeclareToken(text *name, int64 token);
 extern bool DeclaredTokenFor(text *name, int64 *token);
 extern bool DlockNamesEqual(text *a, text *b);
 extern FenceMove *FencePendingMove(void);
+extern bool CheckLockHeld(const LOCKTAG *tag);
+extern void CheckLockRemember(const LOCKTAG *tag);
 
 #endif							/* DLOCK_H */

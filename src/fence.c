@@ -54,14 +54,21 @@ FenceReject(text *name, int64 token, const DlockLease *lease)
  * The token holds the lease: keep the check lock, which holds back every
  * hand-over of the name until this transaction ends, but only for the
  * holder role or a member of it.  Anybody else could read a token and sit
- * on a check; they get 42501, with the lock given back first.
+ * on a check; they get 42501, with the lock given back first if this call
+ * took it.
  */
 static bool
-FenceVouch(const LOCKTAG *tag, const DlockLease *lease, text *name)
+FenceVouch(const LOCKTAG *tag, const DlockLease *lease, text *name,
+		   bool taken)
 {
 	if (LeaseCallerActsForHolder(lease))
+	{
+		if (taken)
+			CheckLockRemember(tag);
 		return true;
-	NameLockGiveBack(tag, DLOCK_LOCK_CHECK);
+	}
+	if (taken)
+		NameLockGiveBack(tag, DLOCK_LOCK_CHECK);
 	DlockDenyHolder(lease, name, "check");
 	return false;				/* not reached */
 }
@@ -70,6 +77,13 @@ FenceVouch(const LOCKTAG *tag, const DlockLease *lease, text *name)
  * Is token the current unexpired holder of the lease?  On true, the lease
  * cannot change hands until this transaction ends.  With raise, a false
  * becomes an LK001 error.
+ *
+ * A transaction that already holds the name's check lock (an earlier check
+ * that vouched, declare.c) does not take it again: taking it again would
+ * only count it once more.  Everything else is done every time: the lease
+ * row is read (a release or an expiry since the earlier check shows only
+ * there) and the caller must act for the holder role (SET ROLE may have
+ * changed the current user since).
  */
 bool
 FenceCheck(const DlockRelations *rels, text *name, int64 token, bool raise)
@@ -77,13 +91,16 @@ FenceCheck(const DlockRelations *rels, text *name, int64 token, bool raise)
 	LOCKTAG		tag;
 	DlockLease	lease;
 	TimestampTz now;
+	bool		taken;
 
 	NameLockTag(name, &tag);
-	NameLockWait(&tag, DLOCK_LOCK_CHECK);
+	taken = !CheckLockHeld(&tag);
+	if (taken)
+		NameLockWait(&tag, DLOCK_LOCK_CHECK);
 	LeaseFetch(rels, name, &lease);
 	now = GetCurrentTimestamp();
 	if (LeaseIsHeld(&lease, now) && lease.token == token)
-		return FenceVouch(&tag, &lease, name);
+		return FenceVouch(&tag, &lease, name, taken);
 
 	/*
 	 * The check lock does not keep the holder from renewing or releasing
@@ -96,9 +113,10 @@ FenceCheck(const DlockRelations *rels, text *name, int64 token, bool raise)
 	NameLockGiveBack(&tag, DLOCK_LOCK_STATE);
 	now = GetCurrentTimestamp();
 	if (LeaseIsHeld(&lease, now) && lease.token == token)
-		return FenceVouch(&tag, &lease, name);
+		return FenceVouch(&tag, &lease, name, taken);
 
-	NameLockGiveBack(&tag, DLOCK_LOCK_CHECK);
+	if (taken)
+		NameLockGiveBack(&tag, DLOCK_LOCK_CHECK);
 	if (raise)
 		FenceReject(name, token, &lease);
 	return false;
