@@ -51,6 +51,30 @@ SELECT dlock_assert('other', :o1);
 SELECT try(format('UPDATE two SET v = 9, tok_other = CASE id WHEN 2 THEN %s - 1 ELSE %s END WHERE id IN (1, 2)', :o1, :o1));
 ROLLBACK;
 
+-- The role rule is applied on every check, also when the transaction
+-- already holds the name's check lock: SET ROLE to a role that may not act
+-- for the holder, after dlock_assert, makes the write fail (42501).
+CREATE ROLE regress_dlock_stranger;
+GRANT SELECT, INSERT, UPDATE, DELETE ON two TO regress_dlock_stranger;
+BEGIN;
+SELECT dlock_assert('job', :t1);
+SELECT dlock_assert('other', :o1);
+SET LOCAL ROLE regress_dlock_stranger;
+\set VERBOSITY terse
+UPDATE two SET v = 5 WHERE id = 1;
+\set VERBOSITY default
+ROLLBACK;
+BEGIN;
+SELECT dlock_assert('job', :t1);
+SELECT dlock_assert('other', :o1);
+SET LOCAL ROLE regress_dlock_stranger;
+RESET ROLE;
+UPDATE two SET v = 5 WHERE id = 1;
+COMMIT;
+SELECT id, v FROM two WHERE id = 1;
+REVOKE ALL ON two FROM regress_dlock_stranger;
+DROP ROLE regress_dlock_stranger;
+
 -- Partitions whose token column sits at different positions: each
 -- partition's trigger reads and fills its own column.
 CREATE TABLE parted (id int, v int, token bigint) PARTITION BY RANGE (id);
