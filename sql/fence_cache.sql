@@ -108,3 +108,38 @@ DROP TABLE two, parted;
 DROP FUNCTION try(text);
 SELECT dlock_release('job', :t2);
 SELECT dlock_release('other', :o1);
+
+-- A check reads the lease row where the last lookup of the name found it,
+-- and takes it only if it is still that name's current row: a table that
+-- shrank, or another name's row at that address, sends it to the index.
+SELECT dlock_acquire('pad-' || i, '1 min') IS NOT NULL AS padded
+  FROM generate_series(1, 300) AS i \g /dev/null
+SELECT dlock_acquire('far', '1 min') AS f1 \gset
+SELECT (ctid::text::point)[0] > 0 AS far_past_first_page
+  FROM dlock_lease WHERE name = 'far';
+SELECT dlock_check('far', :f1) AS far_checked;
+-- The table shrinks to one page: the old address is past its end.
+TRUNCATE dlock_lease;
+SELECT dlock_acquire('near', '1 min') AS n1 \gset
+SELECT dlock_check('near', :n1) AS near_checked;
+SELECT dlock_acquire('far', '1 min') AS f2 \gset
+SELECT dlock_check('far', :f2) AS far_checked_after_truncate;
+SELECT dlock_check('far', :f1) AS old_far_token_refused;
+-- Another name's row where 'near' was last found.
+TRUNCATE dlock_lease;
+SELECT dlock_acquire('far', '1 min') AS f3 \gset
+SELECT dlock_acquire('near', '1 min') AS n2 \gset
+SELECT ctid = '(0,1)' AS far_at_nears_old_address
+  FROM dlock_lease WHERE name = 'far';
+SELECT dlock_check('near', :f3) AS fars_token_refused_for_near;
+SELECT dlock_check('near', :n2) AS near_checked_elsewhere;
+SELECT dlock_check('near', :n1) AS old_near_token_refused;
+-- The row moves within the transaction that checks it (its own renewal).
+BEGIN;
+SELECT dlock_check('near', :n2) AS near_checked;
+SELECT dlock_renew('near', :n2, '2 min') AS renewed;
+SELECT dlock_check('near', :n2) AS near_checked_after_renewal;
+SELECT dlock_release('near', :n2) AS released;
+SELECT dlock_check('near', :n2) AS near_checked_after_release;
+COMMIT;
+SELECT dlock_release('far', :f3) AS released;

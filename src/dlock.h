@@ -197,6 +197,8 @@ extern char *DlockOwnerArg(FunctionCallInfo fcinfo, int argno);
 /* lease.c */
 extern void LeaseFetch(const DlockRelations *rels, text *name,
 					   DlockLease *lease);
+extern bool LeaseFetchAt(const DlockRelations *rels, text *name,
+						 ItemPointer tid, DlockLease *lease);
 extern void LeaseFetchForUpdate(const DlockRelations *rels, text *name,
 								DlockLease *lease);
 extern Oid	LeaseHolder(const DlockLease *lease);
