@@ -104,6 +104,7 @@
 
 #include "fmgr.h"
 #include "nodes/pg_list.h"
+#include "storage/buf.h"
 #include "storage/itemptr.h"
 #include "storage/lock.h"
 #include "utils/rel.h"
@@ -198,7 +199,8 @@ extern char *DlockOwnerArg(FunctionCallInfo fcinfo, int argno);
 extern void LeaseFetch(const DlockRelations *rels, text *name,
 					   DlockLease *lease);
 extern bool LeaseFetchAt(const DlockRelations *rels, text *name,
-						 ItemPointer tid, DlockLease *lease);
+						 ItemPointer tid, Buffer *recent_buffer,
+						 DlockLease *lease);
 extern void LeaseFetchForUpdate(const DlockRelations *rels, text *name,
 								DlockLease *lease);
 extern Oid	LeaseHolder(const DlockLease *lease);

@@ -91,6 +91,7 @@ typedef struct FenceRowCacheEntry
 	uint32		key_high;
 	uint32		key_low;
 	ItemPointerData tid;
+	Buffer		recent_buffer;	/* the buffer that last held it, if known */
 } FenceRowCacheEntry;
 
 static FenceRowCacheEntry fence_row_cache[FENCE_ROW_CACHE_SIZE];
@@ -106,13 +107,14 @@ FenceFetchLease(const DlockRelations *rels, text *name, const LOCKTAG *tag,
 	if (e->lease_table == rels->lease_table &&
 		e->key_high == tag->locktag_field2 &&
 		e->key_low == tag->locktag_field3 &&
-		LeaseFetchAt(rels, name, &e->tid, lease))
+		LeaseFetchAt(rels, name, &e->tid, &e->recent_buffer, lease))
 		return;
 	LeaseFetch(rels, name, lease);
 	e->lease_table = lease->found ? rels->lease_table : InvalidOid;
 	e->key_high = tag->locktag_field2;
 	e->key_low = tag->locktag_field3;
 	e->tid = lease->tid;
+	e->recent_buffer = InvalidBuffer;
 }
 
 /*

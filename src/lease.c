@@ -515,19 +515,29 @@ DlockDenyHolder(const DlockLease *lease, text *name, const char *action)
  * version at tid is that lease's and is the one SnapshotSelf sees, which is
  * then the one the index lookup would find (a name has one such version at
  * a time); false if not (the row was changed, deleted or moved since, or the
- * page is gone), and the caller looks the name up by the index.  The table
- * lock, held while the page is read, keeps the table from shrinking
- * meanwhile.  Like LeaseFetch, the row is only looked at.
+ * page is gone), and the caller looks the name up by the index.  Like
+ * LeaseFetch, the row is only looked at.
+ *
+ * The page must exist: the table lock, held while it is read, keeps the
+ * table from shrinking meanwhile, and the page is known to exist if the
+ * buffer that held it last time (*recent_buffer) still holds it (pinning it
+ * costs no system call), else if it is below the table's end.  On true,
+ * *recent_buffer is the buffer that held the row.
  */
 bool
 LeaseFetchAt(const DlockRelations *rels, text *name, ItemPointer tid,
-			 DlockLease *lease)
+			 Buffer *recent_buffer, DlockLease *lease)
 {
 	Relation	rel = DlockOpenLeaseTable(rels, AccessShareLock);
+	BlockNumber blkno = ItemPointerGetBlockNumber(tid);
+	Buffer		pinned = InvalidBuffer;
 	bool		found = false;
 
-	if (ItemPointerIsValid(tid) &&
-		ItemPointerGetBlockNumber(tid) < RelationGetNumberOfBlocks(rel))
+	if (BufferIsValid(*recent_buffer) &&
+		ReadRecentBuffer(DlockRelFileLocator(rel), MAIN_FORKNUM, blkno,
+						 *recent_buffer))
+		pinned = *recent_buffer;
+	if (BufferIsValid(pinned) || blkno < RelationGetNumberOfBlocks(rel))
 	{
 		TupleTableSlot *slot = table_slot_create(rel, NULL);
 
@@ -545,12 +555,16 @@ LeaseFetchAt(const DlockRelations *rels, text *name, ItemPointer tid,
 				memset(lease, 0, sizeof(DlockLease));
 				LeaseFromTuple(rel, tuple, rels, lease);
 				found = true;
+				if (TTS_IS_BUFFERTUPLE(slot))
+					*recent_buffer = ((BufferHeapTupleTableSlot *) slot)->buffer;
 			}
 			if (should_free)
 				heap_freetuple(tuple);
 		}
 		ExecDropSingleTupleTableSlot(slot);
 	}
+	if (BufferIsValid(pinned))
+		ReleaseBuffer(pinned);
 	table_close(rel, AccessShareLock);
 	return found;
 }
