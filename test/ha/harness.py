@@ -966,24 +966,113 @@ def phase2(tap, cluster, logdir):
     return f
 
 
-def clients_switchover(tap, cluster):
-    """dlock-run and the Python client across switchovers: see clients.py."""
+def start_holders(cluster, tag, ttl, stopfile):
+    """dlock-run and the Python client, each holding a lease of its own with
+    the multi-host string until stopfile exists."""
+    env = dict(cluster.env, PYTHONPATH=os.path.join(TOP, "clients", "python", "src"))
     here = os.path.dirname(os.path.abspath(__file__))
-    env = dict(os.environ, DLOCK_HA_CONNINFO=CONNINFO, DLOCK_HA_SCOPE=SCOPE,
-               DLOCK_HA_PATRONI_CONFIG=cluster.config(MEMBERS[0]),
-               DLOCK_HA_REST=",".join(str(REST_PORT[m]) for m in MEMBERS),
-               DLOCK_HA_PG=",".join(str(PG_PORT[m]) for m in MEMBERS),
-               DLOCK_HA_PGBIN=cluster.bindir, DLOCK_HA_HOME=cluster.dir)
-    r = subprocess.run([sys.executable, os.path.join(here, "clients.py")], env=env,
-                       capture_output=True, text=True, timeout=240)
-    for line in r.stdout.splitlines():
-        if line.startswith("ok ") or line.startswith("not ok "):
-            desc = line.split(" - ", 1)[1] if " - " in line else line
-            tap.check(desc, [] if line.startswith("ok ") else ["see above"])
-        else:
-            print(line)
-    if r.returncode != 0 and not any(l.startswith("not ok") for l in r.stdout.splitlines()):
-        tap.check("clients.py ran", [f"exit {r.returncode}"] + r.stderr.splitlines()[-10:])
+    run = subprocess.Popen(
+        [os.path.join(cluster.bindir, "dlock-run"), "-d", CONNINFO, f"--name=ha/run-{tag}",
+         f"--ttl={ttl}s", "--", "sh", "-c",
+         f"while [ ! -e '{stopfile}' ]; do sleep 0.1; done"],
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env,
+        start_new_session=True)
+    py = subprocess.Popen(
+        [sys.executable, os.path.join(here, "lease_child.py"), CONNINFO, f"ha/py-{tag}",
+         str(ttl), stopfile],
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env,
+        start_new_session=True)
+    cluster.procs[f"dlock-run-{tag}"] = run
+    cluster.procs[f"lease-{tag}"] = py
+    names = (f"ha/run-{tag}", f"ha/py-{tag}")
+
+    def held():
+        with psycopg.connect(CONNINFO, autocommit=True) as c:
+            return c.execute("SELECT count(*) FROM dlock_leases WHERE name = ANY(%s)"
+                             " AND expires_at > clock_timestamp()",
+                             (list(names),)).fetchone()[0] == 2
+    wait_for(held, 30, f"dlock-run and the Python client to hold ha/*-{tag}")
+    with psycopg.connect(CONNINFO, autocommit=True) as c:
+        tokens = dict(c.execute("SELECT name, token FROM dlock_leases WHERE name = ANY(%s)",
+                                (list(names),)).fetchall())
+    return run, py, tokens
+
+
+def finish_holders(run, py, limit=60):
+    out = {}
+    for label, p in (("dlock-run", run), ("python", py)):
+        try:
+            text, _ = p.communicate(timeout=limit)
+        except subprocess.TimeoutExpired:
+            os.killpg(p.pid, signal.SIGKILL)
+            text, _ = p.communicate()
+        out[label] = (p.returncode, text.strip().splitlines())
+    return out
+
+
+def clients_failover(tap, cluster):
+    """dlock-run and the Python client with a multi-host string: through a
+    switchover with a 30 s lease (the new primary is up within it: both keep
+    their lease, renew it on the new primary and release it there), then
+    through a stall of the primary with a 3 s lease (no primary within the
+    TTL: both fail closed, dlock-run with exit 70, the client with
+    dlock.LeaseLost)."""
+    stop = os.path.join(cluster.dir, "stop-keep")
+    run, py, tokens = start_holders(cluster, "keep", 30, stop)
+    t = time.monotonic()
+    try:
+        f = fail_switchover(cluster)
+        cluster.wait_healthy(sync=True)
+        time.sleep(1)
+        with psycopg.connect(CONNINFO, autocommit=True) as c:
+            after = dict(c.execute(
+                "SELECT name, token FROM dlock_leases WHERE name = ANY(%s)"
+                " AND expires_at > clock_timestamp() + interval '20 s'",
+                (list(tokens),)).fetchall())
+            port = c.info.port
+    finally:
+        open(stop, "w").close()
+    out = finish_holders(run, py)
+    say(f"clients: switchover {f['old']} -> {f['new']} in {time.monotonic() - t:.1f} s with "
+        f"30 s leases; dlock-run: exit {out['dlock-run'][0]} {out['dlock-run'][1][-2:]}; "
+        f"python: exit {out['python'][0]} {out['python'][1][-2:]}")
+    problems = []
+    if port != PG_PORT[f["new"]]:
+        problems.append(f"the new primary is {f['new']}, the multi-host string reached {port}")
+    if after != tokens:
+        problems.append(f"leases renewed on the new primary: {after}, held before: {tokens}")
+    if out["dlock-run"][0] != 0:
+        problems.append(f"dlock-run exited {out['dlock-run'][0]}: {out['dlock-run'][1][-3:]}")
+    tap.check("dlock-run keeps its 30 s lease through a switchover and renews it on the "
+              "new primary (exit 0)",
+              problems + ([] if out["dlock-run"][0] == 0 else []))
+    problems = []
+    if after != tokens:
+        problems.append(f"leases renewed on the new primary: {after}, held before: {tokens}")
+    if out["python"][0] != 0 or "released" not in out["python"][1]:
+        problems.append(f"python exited {out['python'][0]}: {out['python'][1][-3:]}")
+    tap.check("the Python client keeps its 30 s lease through a switchover "
+              "(no LeaseLost, released)", problems)
+
+    stop = os.path.join(cluster.dir, "stop-lose")
+    run, py, tokens = start_holders(cluster, "lose", 3, stop)
+    try:
+        f = fail_stall(cluster)
+        cluster.wait_healthy(sync=True)
+    finally:
+        open(stop, "w").close()
+    out = finish_holders(run, py)
+    say(f"clients: stall {f['old']} -> {f['new']} (leader key after {f['dcs_s']:.1f} s) "
+        f"with 3 s leases; dlock-run: exit {out['dlock-run'][0]} "
+        f"{out['dlock-run'][1][-1:]}; python: exit {out['python'][0]} {out['python'][1][-1:]}")
+    tap.check("dlock-run fails closed (exit 70) when no primary is up within its 3 s lease",
+              [] if out["dlock-run"][0] == 70 else
+              [f"dlock-run exited {out['dlock-run'][0]}: {out['dlock-run'][1][-3:]}"])
+    tap.check("the Python client fails closed (dlock.LeaseLost) when no primary is up "
+              "within its 3 s lease",
+              [] if out["python"][0] == 3 and any(x.startswith("LeaseLost")
+                                                  for x in out["python"][1]) else
+              [f"python exited {out['python'][0]}: {out['python'][1][-3:]}"])
 
 
 def main():
@@ -1023,7 +1112,7 @@ def main():
         logdir = os.path.join(scratch, "clients")
         os.makedirs(logdir)
         for part, fn in (("phase1", lambda: failovers.extend(phase1(tap, cluster, logdir))),
-                         ("clients", lambda: clients_switchover(tap, cluster)),
+                         ("clients", lambda: clients_failover(tap, cluster)),
                          ("phase2", lambda: failovers.append(phase2(tap, cluster, logdir)))):
             if part in SKIP:
                 say(f"skipped: {part}")
