@@ -1086,53 +1086,64 @@ def main():
     os.chmod(scratch, 0o700)
     cluster = Cluster(scratch)
     tap = Tap()
+    done = False
+    try:
+        run(tap, cluster, t_start)
+        done = True
+    finally:
+        # Also on SIGTERM (a timeout): tear down, count, say what happened.
+        if not done:
+            tap.check("the harness ran to its end", ["interrupted"])
+        rc = finish(tap, cluster, t_start)
+    return rc
+
+
+def run(tap, cluster, t_start):
+    """Start the cluster, then the phases; every check goes to tap."""
+    scratch = cluster.dir
     failovers = []
     say(f"scratch directory {scratch}; {subprocess.check_output([PG_CONFIG, '--version'], text=True).strip()} "
         f"({PG_CONFIG}); patroni {subprocess.run(['patroni', '--version'], capture_output=True, text=True).stdout.strip()}; "
         f"seed {SEED}")
     try:
+        cluster.start_etcd()
+        cluster.start_member(MEMBERS[0])
+        wait_for(lambda: cluster.leader() == MEMBERS[0], 90, "pg1 to bootstrap")
+        for m in MEMBERS[1:]:
+            cluster.start_member(m)
+        cluster.wait_healthy(sync=True, limit=120)
+        with psycopg.connect(CONNINFO.replace(f"dbname={DB}", "dbname=postgres"),
+                             autocommit=True) as c:
+            c.execute(f"CREATE DATABASE {DB}")
+        with psycopg.connect(CONNINFO, autocommit=True) as c:
+            c.execute(SCHEMA)
+        tap.check(f"a cluster of etcd and three Patroni members is up in "
+                  f"{time.monotonic() - t_start:.0f} s, synchronous", [])
+    except Exception as e:
+        tap.check("the cluster starts", [f"{type(e).__name__}: {e}"] +
+                  traceback.format_exc().splitlines()[-4:])
+        return
+    logdir = os.path.join(scratch, "clients")
+    os.makedirs(logdir)
+    for part, fn in (("phase1", lambda: failovers.extend(phase1(tap, cluster, logdir))),
+                     ("clients", lambda: clients_failover(tap, cluster)),
+                     ("phase2", lambda: failovers.append(phase2(tap, cluster, logdir)))):
+        if part in SKIP:
+            say(f"skipped: {part}")
+            continue
+        t0 = time.monotonic()
         try:
-            cluster.start_etcd()
-            cluster.start_member(MEMBERS[0])
-            wait_for(lambda: cluster.leader() == MEMBERS[0], 90, "pg1 to bootstrap")
-            for m in MEMBERS[1:]:
-                cluster.start_member(m)
-            cluster.wait_healthy(sync=True, limit=120)
-            with psycopg.connect(CONNINFO.replace(f"dbname={DB}", "dbname=postgres"),
-                                 autocommit=True) as c:
-                c.execute(f"CREATE DATABASE {DB}")
-            with psycopg.connect(CONNINFO, autocommit=True) as c:
-                c.execute(SCHEMA)
-            tap.check(f"a cluster of etcd and three Patroni members is up in "
-                      f"{time.monotonic() - t_start:.0f} s, synchronous", [])
+            fn()
         except Exception as e:
-            tap.check("the cluster starts", [f"{type(e).__name__}: {e}"] +
-                      traceback.format_exc().splitlines()[-4:])
-            return finish(tap, cluster, t_start)
-        logdir = os.path.join(scratch, "clients")
-        os.makedirs(logdir)
-        for part, fn in (("phase1", lambda: failovers.extend(phase1(tap, cluster, logdir))),
-                         ("clients", lambda: clients_failover(tap, cluster)),
-                         ("phase2", lambda: failovers.append(phase2(tap, cluster, logdir)))):
-            if part in SKIP:
-                say(f"skipped: {part}")
-                continue
-            t0 = time.monotonic()
-            try:
-                fn()
-            except Exception as e:
-                tap.check(f"{part} ran", [f"{type(e).__name__}: {e}"] +
-                          traceback.format_exc().splitlines()[-6:])
-            say(f"{part}: {time.monotonic() - t0:.0f} s")
-        for f in failovers:
-            w = f.get("window")
-            say(f"figure: {f['kind']}: leader {f['old']} -> {f['new']}; leader key moved after "
-                f"{f['dcs_s']:.1f} s; writes unavailable "
-                f"{'?' if w is None else f'{w:.1f}'} s; cluster healthy again after "
-                f"{f.get('healthy_s', 0):.1f} s")
-    finally:
-        pass
-    return finish(tap, cluster, t_start)
+            tap.check(f"{part} ran", [f"{type(e).__name__}: {e}"] +
+                      traceback.format_exc().splitlines()[-6:])
+        say(f"{part}: {time.monotonic() - t0:.0f} s")
+    for f in failovers:
+        w = f.get("window")
+        say(f"figure: {f['kind']}: leader {f['old']} -> {f['new']}; leader key moved after "
+            f"{f['dcs_s']:.1f} s; writes unavailable "
+            f"{'?' if w is None else f'{w:.1f}'} s; cluster healthy again after "
+            f"{f.get('healthy_s', 0):.1f} s")
 
 
 def finish(tap, cluster, t_start):
