@@ -1,6 +1,6 @@
 # Copyright (c) 2026, the dlock developers
 """test/ha/harness.py: dlock on a Patroni + etcd cluster, forced failovers
-under a fenced load (see test/ha/README and docs/ha.md).
+under a fenced load (make ha-check; docs/ha.md has the figures).
 
 It starts one etcd member (v2 API) and three Patroni members running the
 PostgreSQL of PG_CONFIG with dlock installed, on local ports, in a scratch
@@ -41,6 +41,7 @@ DLOCK_HA_SEED.
 """
 
 import json
+import logging
 import multiprocessing
 import os
 import random
@@ -594,6 +595,9 @@ class LostConnection(Exception):
 
 def client_main(slot, phase, logdir, halt, seed):
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    # psycopg warns on stderr when a rollback finds the connection gone:
+    # expected here, and logged as "broken" by the client.
+    logging.getLogger("psycopg").setLevel(logging.ERROR)
     c = Client(slot, phase, logdir, halt, seed)
     try:
         c.run()
@@ -691,13 +695,11 @@ def fail_kill(cluster, group=False):
 
 
 def fail_switchover(cluster):
+    """patronictl switchover to the synchronous standby (or a replica)."""
     old = cluster.leader()
-    cand = next(m for m in cluster.members() if m["name"] != old and
-                m["role"] in ("sync_standby", "replica") and
-                (m["role"] == "sync_standby" or True))
-    ms = cluster.members()
+    ms = [m for m in cluster.members() if m["name"] != old]
     syncs = [m["name"] for m in ms if m["role"] == "sync_standby"]
-    cand = syncs[0] if syncs else cand["name"]
+    cand = syncs[0] if syncs else ms[0]["name"]
     t = time.monotonic()
     r = cluster.patronictl("switchover", SCOPE, "--leader", old, "--candidate", cand,
                            "--force")
@@ -1044,8 +1046,7 @@ def clients_failover(tap, cluster):
     if out["dlock-run"][0] != 0:
         problems.append(f"dlock-run exited {out['dlock-run'][0]}: {out['dlock-run'][1][-3:]}")
     tap.check("dlock-run keeps its 30 s lease through a switchover and renews it on the "
-              "new primary (exit 0)",
-              problems + ([] if out["dlock-run"][0] == 0 else []))
+              "new primary (exit 0)", problems)
     problems = []
     if after != tokens:
         problems.append(f"leases renewed on the new primary: {after}, held before: {tokens}")
@@ -1085,7 +1086,7 @@ def main():
     scratch = tempfile.mkdtemp(prefix="dlock-ha.")
     os.chmod(scratch, 0o700)
     cluster = Cluster(scratch)
-    tap = Tap()
+    tap = ledger.Tap()
     done = False
     try:
         run(tap, cluster, t_start)
@@ -1102,9 +1103,10 @@ def run(tap, cluster, t_start):
     """Start the cluster, then the phases; every check goes to tap."""
     scratch = cluster.dir
     failovers = []
-    say(f"scratch directory {scratch}; {subprocess.check_output([PG_CONFIG, '--version'], text=True).strip()} "
-        f"({PG_CONFIG}); patroni {subprocess.run(['patroni', '--version'], capture_output=True, text=True).stdout.strip()}; "
-        f"seed {SEED}")
+    pg = subprocess.check_output([PG_CONFIG, "--version"], text=True).strip()
+    patroni = subprocess.run(["patroni", "--version"], capture_output=True,
+                             text=True).stdout.strip()
+    say(f"scratch directory {scratch}; {pg} ({PG_CONFIG}); {patroni}; seed {SEED}")
     try:
         cluster.start_etcd()
         cluster.start_member(MEMBERS[0])
@@ -1174,10 +1176,6 @@ def finish(tap, cluster, t_start):
     say(f"{time.monotonic() - t_start:.0f} s in all")
     print(f"{tap.n - tap.failed} passed, {tap.failed} failed")
     return 1 if tap.failed else 0
-
-
-class Tap(ledger.Tap):
-    pass
 
 
 if __name__ == "__main__":
