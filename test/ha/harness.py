@@ -788,6 +788,8 @@ def one_leader(commits, leaders):
 
 
 def check_phase1(tap, load, failovers, leaders, run_problems):
+    """The checks of phase 1, on the final leader's ledger and the clients'
+    logs: the figures first, then one TAP line per rule (long, but a list)."""
     events = load.events()
     by = by_ev(events)
     acquires, commits = by.get("acquire", []), by.get("commit", [])
@@ -899,6 +901,9 @@ def check_phase2(tap, load, failover, run_problems):
 # ---------------------------------------------------------------------------
 
 def phase1(tap, cluster, logdir):
+    """Synchronous mode: the load, three failovers of different kinds, each
+    once the cluster is healthy again (a synchronous standby to fail over
+    to), then the checks."""
     leaders = LeaderWatch(cluster)
     leaders.start()
     load = Load(1, logdir)
@@ -912,12 +917,10 @@ def phase1(tap, cluster, logdir):
             f = {"kill": fail_kill, "switchover": fail_switchover,
                  "stall": fail_stall}[kind](cluster)
             failovers.append(f)
-            t0 = time.monotonic()
             cluster.wait_healthy(sync=True)
             say(f"phase 1: {kind}: healthy again after {time.monotonic() - f['t']:.1f} s "
                 f"(new leader {f['new']})")
             f["healthy_s"] = time.monotonic() - f["t"]
-            del t0
         time.sleep(LOAD_BEFORE)
     finally:
         problems += load.stop()
@@ -928,6 +931,7 @@ def phase1(tap, cluster, logdir):
 
 
 def phase2(tap, cluster, logdir):
+    """Asynchronous: lagging replicas made certain, the primary killed."""
     r = cluster.patronictl("edit-config", SCOPE, "--force",
                            "--set", "synchronous_mode=false",
                            "--set", "maximum_lag_on_failover=1073741824")
