@@ -16,6 +16,14 @@ set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 limit=${DLOCK_HA_TIMEOUT:-290}
 
+# Debian 12's Patroni (3.0.2) and the issue's recipe are for PostgreSQL 15;
+# "make check" against another major skips the suite.
+major=$("${PG_CONFIG:-pg_config}" --version | sed -E 's/^PostgreSQL ([0-9]+).*/\1/')
+if [ "$major" != 15 ]; then
+	echo "1..0 # SKIP the HA harness runs on PostgreSQL 15 (this is $major)"
+	exit 0
+fi
+
 for cmd in patroni patronictl etcd; do
 	if ! command -v "$cmd" >/dev/null; then
 		echo "1..1"
