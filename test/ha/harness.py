@@ -766,27 +766,6 @@ def keys(evs):
     return {(e["client"], c) for e in evs for c in e["cseqs"]}
 
 
-def one_leader(commits, leaders):
-    """Acknowledged writes came from one server at a time, in the order the
-    DCS named leaders: their servers, in acknowledgement order, form no more
-    runs than there were leaders, each run the next leader's."""
-    order = []
-    for e in sorted(commits, key=lambda e: e["t"]):
-        if not order or order[-1] != e["port"]:
-            order.append(e["port"])
-    named = [PG_PORT[m] for _, m in leaders]
-    problems = []
-    i = 0
-    for port in order:
-        while i < len(named) and named[i] != port:
-            i += 1
-        if i == len(named):
-            problems.append(f"acknowledged writes came from servers in the order {order}, "
-                            f"the DCS named leaders in the order {named}")
-            break
-    return problems, order
-
-
 def check_phase1(tap, load, failovers, leaders, run_problems):
     """The checks of phase 1, on the final leader's ledger and the clients'
     logs: the figures first, then one TAP line per rule (long, but a list)."""
@@ -825,7 +804,8 @@ def check_phase1(tap, load, failovers, leaders, run_problems):
     tap.check("phase 1: no token handed out twice", ledger.duplicate_tokens(acquires))
     tap.check("phase 1: an acquire that began after another returned got a higher token",
               ledger.acquire_order(acquires))
-    problems, order = one_leader(commits, leaders)
+    problems, order = ledger.one_leader_at_a_time(
+        [(e["t"], e["port"]) for e in commits], [PG_PORT[m] for _, m in leaders])
     tap.check(f"phase 1: one leader at a time (writes acknowledged by ports {order}, "
               f"DCS leaders {[m for _, m in leaders]})", problems)
     problems = list(run_problems)

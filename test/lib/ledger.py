@@ -193,6 +193,29 @@ def acquire_order(acquires):
     return problems
 
 
+def one_leader_at_a_time(acks, leaders):
+    """Acknowledged writes came from one server at a time, in the order the
+    DCS named leaders: acks are (time, server) of every acknowledged write,
+    leaders the servers the DCS named, in order.  The servers of the writes,
+    in acknowledgement order, must form runs that follow leaders (a run per
+    leader at most, none out of order).  Returns (problems, the runs)."""
+    runs = []
+    for _, server in sorted(acks):
+        if not runs or runs[-1] != server:
+            runs.append(server)
+    problems = []
+    i = 0
+    for server in runs:
+        while i < len(leaders) and leaders[i] != server:
+            i += 1
+        if i == len(leaders):
+            problems.append(f"acknowledged writes came from servers in the order {runs}, "
+                            f"the DCS named leaders in the order {list(leaders)}")
+            break
+        i += 1
+    return problems, runs
+
+
 # ---------------------------------------------------------------------------
 # Self-test: a good ledger passes every rule, and each broken one is caught.
 # ---------------------------------------------------------------------------
@@ -231,7 +254,7 @@ def _rules(acquires, releases, rows, committed, refused=(), uncertain=()):
 def selftest():
     """Prints TAP; returns the number of failures."""
     tap = Tap()
-    print("1..8")
+    print("1..10")
     good = _rules(*_good())
     tap.check("a good ledger passes every rule",
               [f"{r}: {p}" for r, ps in good.items() for p in ps])
@@ -276,6 +299,14 @@ def selftest():
         rows[1]["token"] = 9
         com[("b", 1)]["token"] = 9
     broken("acquire_order", "a later acquire with a lower token", order)
+
+    acks = [(1.0, "a"), (2.0, "a"), (3.0, "b"), (4.0, "b"), (5.0, "a")]
+    tap.check("one_leader_at_a_time passes writes that follow the leaders",
+              one_leader_at_a_time(acks, ["a", "b", "a"])[0])
+    tap.check("one_leader_at_a_time catches two servers acknowledging at once",
+              [] if one_leader_at_a_time(acks[:3] + [(3.5, "a")] + acks[3:4],
+                                         ["a", "b"])[0]
+              else ["one_leader_at_a_time did not flag it"])
     return tap.failed
 
 
