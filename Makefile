@@ -10,6 +10,7 @@ OBJS = \
 	src/declare.o \
 	src/args.o \
 	src/dlock.o \
+	src/events.o \
 	src/fence.o \
 	src/lease.o \
 	src/relation.o \
