@@ -152,6 +152,17 @@ COMMENT ON FUNCTION @extschema@.dlock_rebase() IS
 
 -- 1.1: waiting and events (issue 16)
 
+-- The time left on a lease, for its holder: it only reads, like dlock_check
+-- without the transaction-long protection.
+CREATE FUNCTION @extschema@.dlock_remaining(
+	name pg_catalog.text,
+	token pg_catalog.int8)
+RETURNS pg_catalog.interval
+AS 'MODULE_PATHNAME', 'dlock_remaining'
+LANGUAGE C VOLATILE CALLED ON NULL INPUT PARALLEL UNSAFE;
+COMMENT ON FUNCTION @extschema@.dlock_remaining(pg_catalog.text, pg_catalog.int8) IS
+	'the time left on the lease on name if token holds it unexpired, NULL otherwise (released, expired, taken over, never acquired); takes no lock that outlives the call';
+
 -- 1.1: package (issue 15)
 
 -- pg_dump run by the database owner (not a superuser) reads every table and

@@ -30,6 +30,7 @@ PG_FUNCTION_INFO_V1(dlock_cleanup);
 PG_FUNCTION_INFO_V1(dlock_fence);
 PG_FUNCTION_INFO_V1(dlock_rebase);
 PG_FUNCTION_INFO_V1(dlock_resolve_holder);
+PG_FUNCTION_INFO_V1(dlock_remaining);
 
 /* Would an acquire by owner renew this (held) lease rather than wait? */
 static bool
@@ -395,4 +396,21 @@ dlock_resolve_holder(PG_FUNCTION_ARGS)
 	if (!OidIsValid(holder))
 		PG_RETURN_NULL();
 	PG_RETURN_OID(holder);
+}
+
+/*
+ * dlock_remaining(name, token): the time left on the lease if token holds
+ * it unexpired, NULL otherwise.  It only reads, and keeps no lock.
+ */
+Datum
+dlock_remaining(PG_FUNCTION_ARGS)
+{
+	text	   *name = DlockNameArg(fcinfo, 0);
+	int64		token = DlockTokenArg(fcinfo, 1);
+	Interval   *remaining = (Interval *) palloc(sizeof(Interval));
+
+	PreventCommandDuringRecovery("dlock_remaining()");
+	if (!FenceRemaining(DlockGetRelations(fcinfo), name, token, remaining))
+		PG_RETURN_NULL();
+	PG_RETURN_INTERVAL_P(remaining);
 }

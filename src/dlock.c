@@ -23,6 +23,7 @@ void		_PG_init(void);
 
 int			dlock_max_ttl = 86400;
 int			dlock_max_leases_per_role = 0;
+bool		dlock_events = false;
 
 void
 _PG_init(void)
@@ -48,6 +49,16 @@ _PG_init(void)
 							PGC_SUSET,
 							0,
 							NULL, NULL, NULL);
+	DefineCustomBoolVariable("dlock.events",
+							 "Sends NOTIFY dlock when a lease changes hands or is released.",
+							 "The payload is JSON: lock, event (acquired, taken_over "
+							 "or released), token and owner.  Notifying commits are "
+							 "serialized cluster-wide, so it is off by default.",
+							 &dlock_events,
+							 false,
+							 PGC_SUSET,
+							 0,
+							 NULL, NULL, NULL);
 	MarkGUCPrefixReserved("dlock");
 
 	RelationInit();

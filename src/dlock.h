@@ -177,6 +177,7 @@ typedef struct DlockLease
 /* GUCs (dlock.c) */
 extern int	dlock_max_ttl;
 extern int	dlock_max_leases_per_role;
+extern bool dlock_events;
 
 /* relation.c */
 extern void RelationInit(void);
@@ -241,6 +242,30 @@ extern void WaitForLeaseChange(TimestampTz now, TimestampTz deadline,
 extern PGDLLEXPORT Datum dlock_fence(PG_FUNCTION_ARGS);
 extern bool FenceCheck(const DlockRelations *rels, text *name, int64 token,
 					   bool raise);
+extern bool FenceRemaining(const DlockRelations *rels, text *name,
+						   int64 token, Interval *remaining);
+
+/* events.c: NOTIFY dlock at commit, if dlock.events is on */
+typedef enum DlockEvent
+{
+	DLOCK_EVENT_ACQUIRED,		/* a free name (no row, or released) */
+	DLOCK_EVENT_TAKEN_OVER,		/* an expired, unreleased lease */
+	DLOCK_EVENT_RELEASED		/* a true dlock_release */
+} DlockEvent;
+
+extern void DlockEventSend(text *name, DlockEvent event, int64 token,
+						   const char *owner);
+
+/*
+ * The one line lease.c calls for each event: with dlock.events off (the
+ * default) it costs one boolean test.
+ */
+static inline void
+DlockEventLease(text *name, DlockEvent event, int64 token, const char *owner)
+{
+	if (dlock_events)
+		DlockEventSend(name, event, token, owner);
+}
 
 /*
  * A row that the dlock_fence() trigger let through a BEFORE UPDATE on a

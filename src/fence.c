@@ -27,6 +27,7 @@
 #include "miscadmin.h"
 #include "utils/builtins.h"
 #include "utils/rel.h"
+#include "utils/timestamp.h"
 
 #include "compat.h"
 #include "dlock.h"
@@ -164,6 +165,49 @@ FenceCheck(const DlockRelations *rels, text *name, int64 token, bool raise)
 	if (raise)
 		FenceReject(name, token, &lease);
 	return false;
+}
+
+/*
+ * Does token hold the unexpired lease on name?  If so, *remaining is the
+ * time left on it (expires_at minus the clock, as timestamptz subtraction
+ * gives it) and the result is true.  It only reads: no lock is kept, so
+ * the lease may change hands right after it returns.  Like dlock_check, it
+ * vouches for a token only to the holder role (or a member of it, or a
+ * superuser): anybody else who presents the current token gets 42501.
+ */
+bool
+FenceRemaining(const DlockRelations *rels, text *name, int64 token,
+			   Interval *remaining)
+{
+	LOCKTAG		tag;
+	DlockLease	lease;
+	TimestampTz now;
+	Interval   *left;
+
+	LeaseFetch(rels, name, &lease);
+	now = GetCurrentTimestamp();
+	if (!LeaseIsHeld(&lease, now) || lease.token != token)
+	{
+		/*
+		 * An index scan that races a non-HOT update can miss both row
+		 * versions (see FenceCheck): before saying no, read again while no
+		 * change can be in progress, and give the lock back at once.
+		 */
+		NameLockTag(name, &tag);
+		NameLockWait(&tag, DLOCK_LOCK_STATE);
+		LeaseFetch(rels, name, &lease);
+		NameLockGiveBack(&tag, DLOCK_LOCK_STATE);
+		now = GetCurrentTimestamp();
+		if (!LeaseIsHeld(&lease, now) || lease.token != token)
+			return false;
+	}
+	if (!LeaseCallerActsForHolder(&lease))
+		DlockDenyHolder(&lease, name, "check");
+	left = DatumGetIntervalP(DirectFunctionCall2(timestamp_mi,
+												 TimestampTzGetDatum(lease.expires_at),
+												 TimestampTzGetDatum(now)));
+	*remaining = *left;
+	return true;
 }
 
 /*

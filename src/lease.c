@@ -343,12 +343,18 @@ LeaseStore(const DlockRelations *rels, text *name, DlockLease *lease)
 	CommandCounterIncrement();
 }
 
-/* Hand the lease to a new holder (the current role) with the given token. */
+/*
+ * Hand the lease to a new holder (the current role) with the given token.
+ * The old state in *lease tells the event: a free name (no row, or
+ * released) is acquired, an expired unreleased lease is taken over.
+ */
 void
 LeaseWriteNew(const DlockRelations *rels, text *name, DlockLease *lease,
 			  int64 token, const char *owner, TimestampTz now,
 			  TimestampTz expires_at)
 {
+	DlockEventLease(name, lease->found && !lease->released ?
+					DLOCK_EVENT_TAKEN_OVER : DLOCK_EVENT_ACQUIRED, token, owner);
 	if (!lease->found)
 		ItemPointerSetInvalid(&lease->tid);
 	lease->token = token;
@@ -379,6 +385,7 @@ LeaseSetReleased(const DlockRelations *rels, text *name, DlockLease *lease,
 				 TimestampTz now)
 {
 	Assert(lease->found);
+	DlockEventLease(name, DLOCK_EVENT_RELEASED, lease->token, lease->owner);
 	LeaseBindHolder(lease, LeaseHolder(lease));
 	lease->released = true;
 	lease->released_at = now;

@@ -26,6 +26,10 @@ here=$(cd "$(dirname "$0")" && pwd)
 if [ "${DLOCK_BENCH_ONLY:-}" = fence ]; then
 	exec bash "$here/fence.sh"
 fi
+# DLOCK_BENCH_ONLY=events: only the cost of lease events (events.sh).
+if [ "${DLOCK_BENCH_ONLY:-}" = events ]; then
+	exec bash "$here/events.sh"
+fi
 T=${DLOCK_BENCH_SECONDS:-5}
 ROUNDS=${DLOCK_BENCH_ROUNDS:-3}
 C=${DLOCK_BENCH_CLIENTS:-8}
@@ -299,5 +303,9 @@ bash "$here/bloat.sh"
 echo
 echo "fencing cost (test/bench/fence.sh):"
 bash "$here/fence.sh"
+
+echo
+echo "lease events cost (test/bench/events.sh):"
+bash "$here/events.sh"
 
 psql -X -q -d postgres -c "DROP DATABASE IF EXISTS $DB WITH (FORCE)"

@@ -10,7 +10,7 @@ CREATE EXTENSION dlock;
 -- pg_get_function_arguments() prints interval defaults in this style.
 SET LOCAL IntervalStyle = 'postgres';
 
-SELECT plan(91);
+SELECT plan(100);
 
 -- ---------------------------------------------------------------------------
 -- The extension
@@ -34,6 +34,7 @@ SELECT set_eq(
           'function dlock_cleanup(interval,integer)',
           'function dlock_rebase()',
           'function dlock_resolve_holder(name,oid,bigint)',
+          'function dlock_remaining(text,bigint)',
           'table dlock_lease',
           'table dlock_epoch',
           'sequence dlock_token_seq',
@@ -144,6 +145,27 @@ SELECT is((SELECT proparallel FROM pg_catalog.pg_proc
           'u'::"char", 'dlock_check is parallel unsafe');
 
 -- ---------------------------------------------------------------------------
+-- dlock_remaining(name text, token bigint) RETURNS interval (1.1)
+-- ---------------------------------------------------------------------------
+SELECT has_function('dlock_remaining', ARRAY['text', 'bigint'],
+                    'dlock_remaining(text, bigint) exists');
+SELECT is((SELECT pg_catalog.pg_get_function_arguments(to_regprocedure('dlock_remaining(text,bigint)'))),
+          'name text, token bigint', 'dlock_remaining has arguments name, token');
+SELECT function_returns('dlock_remaining', ARRAY['text', 'bigint'], 'interval',
+                        'dlock_remaining returns interval');
+SELECT function_lang_is('dlock_remaining', ARRAY['text', 'bigint'], 'c',
+                        'dlock_remaining is written in C');
+SELECT volatility_is('dlock_remaining', ARRAY['text', 'bigint'], 'volatile',
+                     'dlock_remaining is volatile');
+SELECT isnt_strict('dlock_remaining', ARRAY['text', 'bigint'],
+                   'dlock_remaining is not strict');
+SELECT isnt_definer('dlock_remaining', ARRAY['text', 'bigint'],
+                    'dlock_remaining is not security definer');
+SELECT is((SELECT proparallel FROM pg_catalog.pg_proc
+            WHERE oid = to_regprocedure('dlock_remaining(text,bigint)')),
+          'u'::"char", 'dlock_remaining is parallel unsafe');
+
+-- ---------------------------------------------------------------------------
 -- dlock_assert(name text, token bigint) RETURNS void
 -- ---------------------------------------------------------------------------
 SELECT has_function('dlock_assert', ARRAY['text', 'bigint'],
@@ -204,10 +226,11 @@ SELECT ok(COALESCE(pg_catalog.obj_description(to_regprocedure('dlock_cleanup(int
 -- No other overloads that could make a call ambiguous.
 SELECT is((SELECT pg_catalog.count(*)::integer FROM pg_catalog.pg_proc
             WHERE proname IN ('dlock_acquire', 'dlock_release', 'dlock_renew',
-                              'dlock_check', 'dlock_assert', 'dlock_fence', 'dlock_cleanup')
+                              'dlock_check', 'dlock_assert', 'dlock_fence', 'dlock_cleanup',
+                              'dlock_remaining')
               AND pronamespace = (SELECT extnamespace FROM pg_catalog.pg_extension
                                    WHERE extname = 'dlock')),
-          7, 'each dlock function has exactly one signature');
+          8, 'each dlock function has exactly one signature');
 
 -- ---------------------------------------------------------------------------
 -- The view dlock_leases
@@ -266,6 +289,8 @@ SELECT ok(COALESCE(pg_catalog.obj_description(to_regprocedure('dlock_check(text,
           'function dlock_check has a comment');
 SELECT ok(COALESCE(pg_catalog.obj_description(to_regprocedure('dlock_assert(text,bigint)'), 'pg_proc'), '') <> '',
           'function dlock_assert has a comment');
+SELECT ok(COALESCE(pg_catalog.obj_description(to_regprocedure('dlock_remaining(text,bigint)'), 'pg_proc'), '') <> '',
+          'function dlock_remaining has a comment');
 SELECT ok(COALESCE(pg_catalog.obj_description(to_regprocedure('dlock_fence()'), 'pg_proc'), '') <> '',
           'function dlock_fence has a comment');
 SELECT ok(COALESCE(pg_catalog.obj_description(to_regclass('dlock_leases'), 'pg_class'), '') <> '',

@@ -12,7 +12,7 @@ BEGIN;
 CREATE EXTENSION IF NOT EXISTS pgtap;
 CREATE EXTENSION dlock;
 
-SELECT plan(74);
+SELECT plan(75);
 
 CREATE ROLE dlock_pgtap_a NOLOGIN;
 CREATE ROLE dlock_pgtap_b NOLOGIN;
@@ -51,6 +51,8 @@ SELECT function_privs_are('dlock_check', ARRAY['text', 'bigint'],
                           'public', ARRAY['EXECUTE']::name[], 'PUBLIC may execute dlock_check');
 SELECT function_privs_are('dlock_assert', ARRAY['text', 'bigint'],
                           'public', ARRAY['EXECUTE']::name[], 'PUBLIC may execute dlock_assert');
+SELECT function_privs_are('dlock_remaining', ARRAY['text', 'bigint'],
+                          'public', ARRAY['EXECUTE']::name[], 'PUBLIC may execute dlock_remaining');
 SELECT function_privs_are('dlock_fence', ARRAY[]::name[],
                           'public', ARRAY['EXECUTE']::name[], 'PUBLIC may execute dlock_fence');
 SELECT function_privs_are('dlock_cleanup', ARRAY['interval', 'integer'],

@@ -8,6 +8,7 @@ statement on one connection, of:
     dlock_release(name, token)
     dlock_renew(name, token, ttl)
     dlock_check(name, token)
+    dlock_remaining(name, token)
     dlock_assert(name, token)
     dlock_cleanup(older_than, max_rows)     (also with the defaults)
     the dlock_fence() trigger, through INSERTs and UPDATEs on fenced tables:
@@ -599,8 +600,9 @@ FENCE_BAD = {
 
 def make_call(g, ctx, parse_errors):
     r = g.r
-    fn = r.choices(("acquire", "release", "renew", "check", "assert", "cleanup", "fence"),
-                   (30, 12, 12, 12, 12, 5, 17))[0]
+    fn = r.choices(("acquire", "release", "renew", "check", "assert", "remaining", "cleanup",
+                    "fence"),
+                   (30, 12, 12, 12, 12, 8, 5, 17))[0]
     e = Expect()
     if fn == "acquire":
         name = g.raw() if r.random() < 0.01 else g.name(0.25)
@@ -627,12 +629,13 @@ def make_call(g, ctx, parse_errors):
         exp_readonly(e, ctx)
         e.add("ok")
         return Call(fn, q, args, e, (None,), may_wait=waits(wait))
-    if fn in ("release", "check", "assert"):
+    if fn in ("release", "check", "assert", "remaining"):
         name = g.raw() if r.random() < 0.01 else g.name(0.6)
         token = g.token()
         q = {"release": "SELECT dlock_release(%s, %s::bigint)",
              "check": "SELECT dlock_check(%s, %s::bigint)",
-             "assert": "SELECT dlock_assert(%s, %s::bigint)::text"}[fn]
+             "assert": "SELECT dlock_assert(%s, %s::bigint)::text",
+             "remaining": "SELECT dlock_remaining(%s, %s::bigint) IS NOT NULL"}[fn]
         pre = pre_dlock((name,), parse_errors)
         if pre:
             e.must(pre)
@@ -1180,7 +1183,8 @@ def main():
         problems = []
         if run.calls < 10000:
             problems.append(f"only {run.calls} calls")
-        for fn in ("acquire", "release", "renew", "check", "assert", "cleanup", "fence"):
+        for fn in ("acquire", "release", "renew", "check", "assert", "remaining", "cleanup",
+                   "fence"):
             if run.by_fn.get(fn, 0) < 100:
                 problems.append(f"only {run.by_fn.get(fn, 0)} calls of {fn}")
         for code in ("22004", "22023", "25006", "42501", "LK001", "ok"):

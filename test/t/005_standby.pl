@@ -135,6 +135,8 @@ my %refused = (
 	'check with a stale token' =>
 	  "SELECT dlock_check('released', $released)",
 	'check of a never acquired name' => "SELECT dlock_check('nothing', 1)",
+	'dlock_remaining with the token' =>
+	  "SELECT dlock_remaining('held/anon', $kept{'held/anon'})",
 	'assert with the token' =>
 	  "SELECT dlock_assert('held/anon', $kept{'held/anon'})",
 	'assert with a stale token' =>

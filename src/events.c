@@ -1,0 +1,105 @@
+/*-------------------------------------------------------------------------
+ *
+ * events.c
+ *		Lease events: NOTIFY dlock with a JSON payload when a lease changes
+ *		hands or is released, if dlock.events is on.
+ *
+ * The events are queued with Async_Notify, so PostgreSQL delivers them when
+ * the transaction commits, in commit order, and drops them when it (or the
+ * subtransaction that queued them) rolls back.  That is also their cost:
+ * the commit of a transaction that sent a notification takes a cluster-wide
+ * heavyweight lock (PreCommit_Notify locks object 0 of pg_database, so that
+ * queue entries appear in commit order) and holds it across the commit's
+ * WAL flush, so notifying commits are serialized and never group-commit.
+ * Hence dlock.events is off by default, and when it is off the callers in
+ * lease.c pay one boolean test (the inline DlockEventLease in dlock.h),
+ * nothing more.
+ *
+ * That lock adds no deadlock to the protocol in dlock.h: it is taken at
+ * commit, after every lock of the transaction, and its holder waits for
+ * nothing but its own WAL flush (and a synchronous standby) before it lets
+ * go, so a commit that waits for it holds dlock's locks a little longer,
+ * never forever.
+ *
+ * The payload is one JSON object,
+ *
+ *	{"lock": name, "event": "acquired" | "taken_over" | "released",
+ *	 "token": n, "owner": owner}
+ *
+ * with "owner" only when the lease has one.  Names and owners are escaped
+ * with escape_json, so any text makes valid JSON; both are at most 255
+ * bytes, so the payload stays well under NOTIFY's limit (checked below at
+ * compile time for the worst case, every byte escaped as \u00XX).
+ *
+ * Copyright (c) 2026, the dlock developers
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "commands/async.h"
+#include "lib/stringinfo.h"
+#include "utils/builtins.h"
+#include "utils/json.h"
+
+#include "compat.h"
+#include "dlock.h"
+
+/* The channel: LISTEN dlock. */
+#define DLOCK_EVENT_CHANNEL		"dlock"
+
+/*
+ * The longest payload: the fixed text of the object, the longest event
+ * name, a token of 20 characters, and a name and an owner of 255 bytes each
+ * with every byte escaped as 6 characters (a control character becomes
+ * \u00XX).  NOTIFY rejects a payload of BLCKSZ - NAMEDATALEN - 128 bytes or
+ * more (async.c, NOTIFY_PAYLOAD_MAX_LENGTH).
+ */
+#define DLOCK_EVENT_MAX_PAYLOAD \
+	(sizeof("{\"lock\": \"\", \"event\": \"taken_over\", \"token\": , \"owner\": \"\"}") + \
+	 20 + 6 * (DLOCK_MAX_NAME_BYTES + DLOCK_MAX_OWNER_BYTES))
+
+StaticAssertDecl(DLOCK_EVENT_MAX_PAYLOAD < BLCKSZ - NAMEDATALEN - 128,
+				 "a dlock event payload could exceed NOTIFY's limit");
+
+/* The event's name in the payload. */
+static const char *
+DlockEventName(DlockEvent event)
+{
+	switch (event)
+	{
+		case DLOCK_EVENT_ACQUIRED:
+			return "acquired";
+		case DLOCK_EVENT_TAKEN_OVER:
+			return "taken_over";
+		case DLOCK_EVENT_RELEASED:
+			return "released";
+	}
+	elog(ERROR, "unrecognized dlock event %d", (int) event);
+	return NULL;				/* not reached */
+}
+
+/*
+ * Queue NOTIFY dlock for an event of the lease called name, with its token
+ * and owner (NULL: anonymous).  Sent at commit, dropped on rollback.
+ */
+void
+DlockEventSend(text *name, DlockEvent event, int64 token, const char *owner)
+{
+	StringInfoData buf;
+
+	initStringInfo(&buf);
+	appendStringInfoString(&buf, "{\"lock\": ");
+	escape_json(&buf, text_to_cstring(name));
+	appendStringInfo(&buf, ", \"event\": \"%s\", \"token\": " INT64_FORMAT,
+					 DlockEventName(event), token);
+	if (owner != NULL)
+	{
+		appendStringInfoString(&buf, ", \"owner\": ");
+		escape_json(&buf, owner);
+	}
+	appendStringInfoChar(&buf, '}');
+
+	Async_Notify(DLOCK_EVENT_CHANNEL, buf.data);
+	pfree(buf.data);
+}
