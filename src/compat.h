@@ -59,6 +59,13 @@
 #define DlockCurrentTimeLine() ThisTimeLineID
 #endif
 
+/* A relation's file, for ReadRecentBuffer: rd_node before 16, rd_locator after. */
+#if PG_VERSION_NUM >= 160000
+#define DlockRelFileLocator(rel) ((rel)->rd_locator)
+#else
+#define DlockRelFileLocator(rel) ((rel)->rd_node)
+#endif
+
 /* The counter's relfilenode: rd_node before PostgreSQL 16, rd_locator after. */
 #if PG_VERSION_NUM >= 160000
 #define DlockRelFileNumber(rel) ((Oid) (rel)->rd_locator.relNumber)

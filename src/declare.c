@@ -16,6 +16,17 @@
  * check lock the declaring dlock_assert took.  Everything is forgotten when
  * the transaction ends.  The newest declaration for a name wins.
  *
+ * Check locks held.  FenceCheck() takes DLOCK_LOCK_CHECK on a name and
+ * keeps it until the transaction ends; a transaction that checks the same
+ * name again (dlock_assert, then the dlock_fence() trigger on every row it
+ * writes) already holds it.  The names whose check lock this transaction
+ * holds are remembered here, with the subtransaction whose resource owner
+ * holds it, and follow the lock exactly: a subtransaction that commits hands
+ * them to its parent, one that aborts forgets them (its locks are released),
+ * and the end of the transaction forgets them all.  FenceCheck then skips
+ * taking the lock again; it still reads the lease row and applies the role
+ * rule every time.
+ *
  * The guard.  DlockXactGuard() is called (through DlockGetRelations) by
  * every SQL-callable function before it takes or trusts any lock:
  *
@@ -37,6 +48,7 @@
 
 #include "access/parallel.h"
 #include "access/xact.h"
+#include "miscadmin.h"
 #include "utils/builtins.h"
 #include "utils/memutils.h"
 
@@ -54,6 +66,17 @@ typedef struct DeclaredToken
 /* Newest first; a List in TopTransactionContext, or NIL. */
 static List *declared = NIL;
 
+/* A name's check lock, held by this transaction (see above). */
+typedef struct HeldCheckLock
+{
+	SubTransactionId subid;		/* whose resource owner holds it */
+	uint32		key_high;		/* the locktag's field2 and field3 */
+	uint32		key_low;
+} HeldCheckLock;
+
+/* A List in TopTransactionContext, or NIL. */
+static List *held_checks = NIL;
+
 /* Did this transaction call a dlock function (PREPARE is refused)? */
 static bool xact_used_dlock = false;
 
@@ -66,6 +89,7 @@ static void
 DeclareForgetAll(void)
 {
 	declared = NIL;				/* its memory goes with the transaction */
+	held_checks = NIL;
 	xact_used_dlock = false;
 	pending_move.stage = FENCE_MOVE_NONE;
 }
@@ -111,6 +135,13 @@ DeclareSubXactCallback(SubXactEvent event, SubTransactionId mySubid,
 				if (d->subid == mySubid)
 					d->subid = parentSubid;
 			}
+			foreach(lc, held_checks)
+			{
+				HeldCheckLock *h = (HeldCheckLock *) lfirst(lc);
+
+				if (h->subid == mySubid)
+					h->subid = parentSubid;
+			}
 			break;
 		case SUBXACT_EVENT_ABORT_SUB:
 			foreach(lc, declared)
@@ -119,6 +150,13 @@ DeclareSubXactCallback(SubXactEvent event, SubTransactionId mySubid,
 
 				if (d->subid == mySubid)
 					declared = foreach_delete_current(declared, lc);
+			}
+			foreach(lc, held_checks)
+			{
+				HeldCheckLock *h = (HeldCheckLock *) lfirst(lc);
+
+				if (h->subid == mySubid)
+					held_checks = foreach_delete_current(held_checks, lc);
 			}
 			pending_move.stage = FENCE_MOVE_NONE;
 			break;
@@ -198,6 +236,48 @@ DeclaredTokenFor(text *name, int64 *token)
 		}
 	}
 	return false;
+}
+
+/*
+ * Does this transaction hold the check lock whose tag is tag, taken by
+ * FenceCheck and remembered by CheckLockRemember?
+ */
+bool
+CheckLockHeld(const LOCKTAG *tag)
+{
+	ListCell   *lc;
+
+	foreach(lc, held_checks)
+	{
+		HeldCheckLock *h = (HeldCheckLock *) lfirst(lc);
+
+		if (h->key_high == tag->locktag_field2 &&
+			h->key_low == tag->locktag_field3)
+			return true;
+	}
+	return false;
+}
+
+/*
+ * FenceCheck took the check lock whose tag is tag, in the current
+ * subtransaction, and keeps it.
+ */
+void
+CheckLockRemember(const LOCKTAG *tag)
+{
+	MemoryContext oldcxt;
+	HeldCheckLock *h;
+
+	Assert(tag->locktag_field1 == MyDatabaseId &&
+		   tag->locktag_field4 == DLOCK_LOCKTAG_NAME);
+	DeclareRegisterCallbacks();
+	oldcxt = MemoryContextSwitchTo(TopTransactionContext);
+	h = (HeldCheckLock *) palloc(sizeof(HeldCheckLock));
+	h->subid = GetCurrentSubTransactionId();
+	h->key_high = tag->locktag_field2;
+	h->key_low = tag->locktag_field3;
+	held_checks = lappend(held_checks, h);
+	MemoryContextSwitchTo(oldcxt);
 }
 
 /*

@@ -104,6 +104,7 @@
 
 #include "fmgr.h"
 #include "nodes/pg_list.h"
+#include "storage/buf.h"
 #include "storage/itemptr.h"
 #include "storage/lock.h"
 #include "utils/rel.h"
@@ -198,6 +199,9 @@ extern char *DlockOwnerArg(FunctionCallInfo fcinfo, int argno);
 /* lease.c */
 extern void LeaseFetch(const DlockRelations *rels, text *name,
 					   DlockLease *lease);
+extern bool LeaseFetchAt(const DlockRelations *rels, text *name,
+						 ItemPointer tid, Buffer *recent_buffer,
+						 DlockLease *lease);
 extern void LeaseFetchForUpdate(const DlockRelations *rels, text *name,
 								DlockLease *lease);
 extern Oid	LeaseHolder(const DlockLease *lease);
@@ -297,5 +301,7 @@ extern void DeclareToken(text *name, int64 token);
 extern bool DeclaredTokenFor(text *name, int64 *token);
 extern bool DlockNamesEqual(text *a, text *b);
 extern FenceMove *FencePendingMove(void);
+extern bool CheckLockHeld(const LOCKTAG *tag);
+extern void CheckLockRemember(const LOCKTAG *tag);
 
 #endif							/* DLOCK_H */

@@ -55,22 +55,80 @@ FenceReject(text *name, int64 token, const DlockLease *lease)
  * The token holds the lease: keep the check lock, which holds back every
  * hand-over of the name until this transaction ends, but only for the
  * holder role or a member of it.  Anybody else could read a token and sit
- * on a check; they get 42501, with the lock given back first.
+ * on a check; they get 42501, with the lock given back first if this call
+ * took it.
  */
 static bool
-FenceVouch(const LOCKTAG *tag, const DlockLease *lease, text *name)
+FenceVouch(const LOCKTAG *tag, const DlockLease *lease, text *name,
+		   bool taken)
 {
 	if (LeaseCallerActsForHolder(lease))
+	{
+		if (taken)
+			CheckLockRemember(tag);
 		return true;
-	NameLockGiveBack(tag, DLOCK_LOCK_CHECK);
+	}
+	if (taken)
+		NameLockGiveBack(tag, DLOCK_LOCK_CHECK);
 	DlockDenyHolder(lease, name, "check");
 	return false;				/* not reached */
+}
+
+/*
+ * Where the lease row of a name was last found, per backend: a small table
+ * indexed by the name's hash (the locktag's fields 2 and 3).  An entry is
+ * only a hint: LeaseFetchAt reads the row version at that address and takes
+ * it only if it is the name's lease and the version SnapshotSelf sees;
+ * anything else (a renewal or release moved the row, cleanup deleted it,
+ * VACUUM FULL or a TRUNCATE rewrote the table, another name's row, another
+ * lease table after DROP and CREATE EXTENSION) falls back to the index
+ * lookup, which refreshes the entry.  Every check still reads the row.
+ */
+#define FENCE_ROW_CACHE_SIZE	64
+
+typedef struct FenceRowCacheEntry
+{
+	Oid			lease_table;	/* InvalidOid: empty */
+	uint32		key_high;
+	uint32		key_low;
+	ItemPointerData tid;
+	Buffer		recent_buffer;	/* the buffer that last held it, if known */
+} FenceRowCacheEntry;
+
+static FenceRowCacheEntry fence_row_cache[FENCE_ROW_CACHE_SIZE];
+
+/* LeaseFetch, by the row's last known address when there is one. */
+static void
+FenceFetchLease(const DlockRelations *rels, text *name, const LOCKTAG *tag,
+				DlockLease *lease)
+{
+	FenceRowCacheEntry *e =
+		&fence_row_cache[tag->locktag_field3 % FENCE_ROW_CACHE_SIZE];
+
+	if (e->lease_table == rels->lease_table &&
+		e->key_high == tag->locktag_field2 &&
+		e->key_low == tag->locktag_field3 &&
+		LeaseFetchAt(rels, name, &e->tid, &e->recent_buffer, lease))
+		return;
+	LeaseFetch(rels, name, lease);
+	e->lease_table = lease->found ? rels->lease_table : InvalidOid;
+	e->key_high = tag->locktag_field2;
+	e->key_low = tag->locktag_field3;
+	e->tid = lease->tid;
+	e->recent_buffer = InvalidBuffer;
 }
 
 /*
  * Is token the current unexpired holder of the lease?  On true, the lease
  * cannot change hands until this transaction ends.  With raise, a false
  * becomes an LK001 error.
+ *
+ * A transaction that already holds the name's check lock (an earlier check
+ * that vouched, declare.c) does not take it again: taking it again would
+ * only count it once more.  Everything else is done every time: the lease
+ * row is read (a release or an expiry since the earlier check shows only
+ * there) and the caller must act for the holder role (SET ROLE may have
+ * changed the current user since).
  */
 bool
 FenceCheck(const DlockRelations *rels, text *name, int64 token, bool raise)
@@ -78,13 +136,16 @@ FenceCheck(const DlockRelations *rels, text *name, int64 token, bool raise)
 	LOCKTAG		tag;
 	DlockLease	lease;
 	TimestampTz now;
+	bool		taken;
 
 	NameLockTag(name, &tag);
-	NameLockWait(&tag, DLOCK_LOCK_CHECK);
-	LeaseFetch(rels, name, &lease);
+	taken = !CheckLockHeld(&tag);
+	if (taken)
+		NameLockWait(&tag, DLOCK_LOCK_CHECK);
+	FenceFetchLease(rels, name, &tag, &lease);
 	now = GetCurrentTimestamp();
 	if (LeaseIsHeld(&lease, now) && lease.token == token)
-		return FenceVouch(&tag, &lease, name);
+		return FenceVouch(&tag, &lease, name, taken);
 
 	/*
 	 * The check lock does not keep the holder from renewing or releasing
@@ -97,9 +158,10 @@ FenceCheck(const DlockRelations *rels, text *name, int64 token, bool raise)
 	NameLockGiveBack(&tag, DLOCK_LOCK_STATE);
 	now = GetCurrentTimestamp();
 	if (LeaseIsHeld(&lease, now) && lease.token == token)
-		return FenceVouch(&tag, &lease, name);
+		return FenceVouch(&tag, &lease, name, taken);
 
-	NameLockGiveBack(&tag, DLOCK_LOCK_CHECK);
+	if (taken)
+		NameLockGiveBack(&tag, DLOCK_LOCK_CHECK);
 	if (raise)
 		FenceReject(name, token, &lease);
 	return false;
@@ -174,10 +236,21 @@ FenceRemaining(const DlockRelations *rels, text *name, int64 token,
  * forgets the move, so nothing else can use it.
  */
 
-/* The trigger's configuration, from its arguments. */
+/*
+ * The trigger's configuration, from its arguments.  It is worked out on the
+ * first call of the trigger in a statement and kept in the trigger's
+ * FmgrInfo (fn_extra, in the statement's memory) for the calls on the
+ * statement's other rows: the executor gives each trigger of each result
+ * relation its own FmgrInfo, and neither the trigger's arguments nor the
+ * relation's columns can change while the statement runs.  The key is
+ * checked all the same.
+ */
 typedef struct FenceConfig
 {
-	Relation	rel;
+	Oid			tgoid;			/* the key: this trigger ... */
+	Oid			relid;			/* ... on this relation ... */
+	bool		truncate;		/* ... fired by TRUNCATE or not */
+	Relation	rel;			/* the relation of the current call */
 	const char *token_column;
 	int			token_attnum;	/* 0 for a TRUNCATE trigger */
 	int			lock_attnum;	/* 0 when the lock name is constant */
@@ -226,30 +299,36 @@ FenceColumn(Relation rel, const char *colname, const char *role,
 	return attnum;
 }
 
+/* Check how the trigger is fired: on every call. */
+static void
+FenceCheckFiring(TriggerData *trigdata)
+{
+	TriggerEvent event = trigdata->tg_event;
+
+	if (!TRIGGER_FIRED_BEFORE(event) ||
+		(TRIGGER_FIRED_BY_TRUNCATE(event) ?
+		 !TRIGGER_FIRED_FOR_STATEMENT(event) :
+		 !TRIGGER_FIRED_FOR_ROW(event)))
+		ereport(ERROR,
+				(errcode(ERRCODE_E_R_I_E_TRIGGER_PROTOCOL_VIOLATED),
+				 errmsg("function \"dlock_fence\" must be fired BEFORE INSERT OR UPDATE OR DELETE FOR EACH ROW, or BEFORE TRUNCATE FOR EACH STATEMENT")));
+}
+
 /*
- * Check how the trigger is fired and what its arguments say:
- * dlock_fence(lock, token_column [, kind]) as a BEFORE INSERT, UPDATE or
- * DELETE row trigger, or dlock_fence(lock [, token_column [, 'name']]) as a
- * BEFORE TRUNCATE statement trigger.
+ * Check what the trigger's arguments say, into *cfg (allocated in the
+ * current memory context): dlock_fence(lock, token_column [, kind]) as a
+ * BEFORE INSERT, UPDATE or DELETE row trigger, or dlock_fence(lock [,
+ * token_column [, 'name']]) as a BEFORE TRUNCATE statement trigger.
  */
 static void
 FenceConfigure(TriggerData *trigdata, FenceConfig *cfg)
 {
 	Trigger    *trigger = trigdata->tg_trigger;
-	TriggerEvent event = trigdata->tg_event;
 	bool		truncate;
 	bool		by_column;
 
 	cfg->rel = trigdata->tg_relation;
-	cfg->fn_oid = InvalidOid;
-	truncate = TRIGGER_FIRED_BY_TRUNCATE(event);
-	if (!TRIGGER_FIRED_BEFORE(event) ||
-		(truncate ? !TRIGGER_FIRED_FOR_STATEMENT(event) :
-		 !TRIGGER_FIRED_FOR_ROW(event)))
-		ereport(ERROR,
-				(errcode(ERRCODE_E_R_I_E_TRIGGER_PROTOCOL_VIOLATED),
-				 errmsg("function \"dlock_fence\" must be fired BEFORE INSERT OR UPDATE OR DELETE FOR EACH ROW, or BEFORE TRUNCATE FOR EACH STATEMENT")));
-
+	truncate = TRIGGER_FIRED_BY_TRUNCATE(trigdata->tg_event);
 	if (trigger->tgnargs < (truncate ? 1 : 2) || trigger->tgnargs > 3)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
@@ -274,7 +353,7 @@ FenceConfigure(TriggerData *trigdata, FenceConfig *cfg)
 						trigger->tgname, RelationGetRelationName(cfg->rel)),
 				 errhint("Use dlock_fence('lock name') for a BEFORE TRUNCATE trigger.")));
 
-	cfg->token_column = trigger->tgnargs >= 2 ? trigger->tgargs[1] : NULL;
+	cfg->token_column = trigger->tgnargs >= 2 ? pstrdup(trigger->tgargs[1]) : NULL;
 	cfg->token_attnum = truncate ? 0 :
 		FenceColumn(cfg->rel, cfg->token_column, "token", INT8OID, INT8OID);
 	cfg->lock_attnum = 0;
@@ -287,6 +366,43 @@ FenceConfigure(TriggerData *trigdata, FenceConfig *cfg)
 		cfg->lock = cstring_to_text(trigger->tgargs[0]);
 		DlockCheckName(cfg->lock);
 	}
+	cfg->truncate = truncate;
+}
+
+/*
+ * The configuration of the trigger being fired: from fn_extra when this
+ * FmgrInfo has already worked it out for the same trigger and relation
+ * (see FenceConfig), else worked out now and kept there.
+ */
+static FenceConfig *
+FenceGetConfig(FunctionCallInfo fcinfo, TriggerData *trigdata)
+{
+	FmgrInfo   *flinfo = fcinfo->flinfo;
+	FenceConfig *cfg = (FenceConfig *) flinfo->fn_extra;
+	Oid			relid = RelationGetRelid(trigdata->tg_relation);
+	bool		truncate = TRIGGER_FIRED_BY_TRUNCATE(trigdata->tg_event);
+
+	FenceCheckFiring(trigdata);
+	if (cfg == NULL || cfg->tgoid != trigdata->tg_trigger->tgoid ||
+		cfg->relid != relid || cfg->truncate != truncate)
+	{
+		MemoryContext oldcxt = MemoryContextSwitchTo(flinfo->fn_mcxt);
+
+		if (cfg == NULL)
+		{
+			cfg = (FenceConfig *) palloc0(sizeof(FenceConfig));
+			flinfo->fn_extra = cfg;
+		}
+		/* Not a valid key until the arguments have passed. */
+		cfg->tgoid = InvalidOid;
+		FenceConfigure(trigdata, cfg);
+		cfg->fn_oid = flinfo->fn_oid;
+		cfg->relid = relid;
+		cfg->tgoid = trigdata->tg_trigger->tgoid;
+		MemoryContextSwitchTo(oldcxt);
+	}
+	cfg->rel = trigdata->tg_relation;
+	return cfg;
 }
 
 /* The lock name of a row. */
@@ -580,30 +696,29 @@ dlock_fence(PG_FUNCTION_ARGS)
 {
 	TriggerData *trigdata = (TriggerData *) fcinfo->context;
 	const DlockRelations *rels;
-	FenceConfig cfg;
+	const FenceConfig *cfg;
 	TriggerEvent event;
 
 	if (!CALLED_AS_TRIGGER(fcinfo))
 		ereport(ERROR,
 				(errcode(ERRCODE_E_R_I_E_TRIGGER_PROTOCOL_VIOLATED),
 				 errmsg("function \"dlock_fence\" was not called by trigger manager")));
-	FenceConfigure(trigdata, &cfg);
-	cfg.fn_oid = fcinfo->flinfo->fn_oid;
+	cfg = FenceGetConfig(fcinfo, trigdata);
 	PreventCommandDuringRecovery("dlock_fence()");
 	rels = DlockGetRelations(fcinfo);
 
 	event = trigdata->tg_event;
 	if (TRIGGER_FIRED_BY_INSERT(event))
-		return PointerGetDatum(FenceInsert(rels, &cfg, trigdata->tg_trigtuple));
+		return PointerGetDatum(FenceInsert(rels, cfg, trigdata->tg_trigtuple));
 	if (TRIGGER_FIRED_BY_UPDATE(event))
-		return PointerGetDatum(FenceUpdate(rels, &cfg, trigdata->tg_trigtuple,
+		return PointerGetDatum(FenceUpdate(rels, cfg, trigdata->tg_trigtuple,
 										   trigdata->tg_newtuple));
 	if (TRIGGER_FIRED_BY_DELETE(event))
-		return PointerGetDatum(FenceDelete(rels, &cfg, trigdata->tg_trigtuple));
+		return PointerGetDatum(FenceDelete(rels, cfg, trigdata->tg_trigtuple));
 
 	/* BEFORE TRUNCATE, for the whole table. */
 	FencePendingMove()->stage = FENCE_MOVE_NONE;
-	(void) FenceCheck(rels, cfg.lock,
-					  FenceDeclared(&cfg, cfg.lock, FENCE_NEED_TRUNCATE), true);
+	(void) FenceCheck(rels, cfg->lock,
+					  FenceDeclared(cfg, cfg->lock, FENCE_NEED_TRUNCATE), true);
 	return PointerGetDatum(NULL);
 }

@@ -40,6 +40,7 @@
 #include "catalog/pg_authid.h"
 #include "executor/executor.h"
 #include "miscadmin.h"
+#include "storage/bufmgr.h"
 #include "storage/lmgr.h"
 #include "storage/procarray.h"
 #include "nodes/execnodes.h"
@@ -513,4 +514,64 @@ DlockDenyHolder(const DlockLease *lease, text *name, const char *action)
 				 rolname ?
 				 errdetail("The lease is held by role \"%s\"; only that role and its members may vouch for its token.", rolname) :
 				 errdetail("The lease is held by a role that no longer exists.")));
+}
+
+/*
+ * LeaseFetch by the address where an earlier lookup found the lease called
+ * name (fence.c remembers them): true, with *lease filled, if the row
+ * version at tid is that lease's and is the one SnapshotSelf sees, which is
+ * then the one the index lookup would find (a name has one such version at
+ * a time); false if not (the row was changed, deleted or moved since, or the
+ * page is gone), and the caller looks the name up by the index.  Like
+ * LeaseFetch, the row is only looked at.
+ *
+ * The page must exist: the table lock, held while it is read, keeps the
+ * table from shrinking meanwhile, and the page is known to exist if the
+ * buffer that held it last time (*recent_buffer) still holds it (pinning it
+ * costs no system call), else if it is below the table's end.  On true,
+ * *recent_buffer is the buffer that held the row.
+ */
+bool
+LeaseFetchAt(const DlockRelations *rels, text *name, ItemPointer tid,
+			 Buffer *recent_buffer, DlockLease *lease)
+{
+	Relation	rel = DlockOpenLeaseTable(rels, AccessShareLock);
+	BlockNumber blkno = ItemPointerGetBlockNumber(tid);
+	Buffer		pinned = InvalidBuffer;
+	bool		found = false;
+
+	if (BufferIsValid(*recent_buffer) &&
+		ReadRecentBuffer(DlockRelFileLocator(rel), MAIN_FORKNUM, blkno,
+						 *recent_buffer))
+		pinned = *recent_buffer;
+	if (BufferIsValid(pinned) || blkno < RelationGetNumberOfBlocks(rel))
+	{
+		TupleTableSlot *slot = table_slot_create(rel, NULL);
+
+		if (table_tuple_fetch_row_version(rel, tid, SnapshotSelf, slot))
+		{
+			bool		should_free;
+			bool		isnull;
+			HeapTuple	tuple = ExecFetchSlotHeapTuple(slot, false,
+													   &should_free);
+			Datum		rowname = heap_getattr(tuple, Anum_dlock_lease_name,
+											   RelationGetDescr(rel), &isnull);
+
+			if (!isnull && DlockNamesEqual(DatumGetTextPP(rowname), name))
+			{
+				memset(lease, 0, sizeof(DlockLease));
+				LeaseFromTuple(rel, tuple, rels, lease);
+				found = true;
+				if (TTS_IS_BUFFERTUPLE(slot))
+					*recent_buffer = ((BufferHeapTupleTableSlot *) slot)->buffer;
+			}
+			if (should_free)
+				heap_freetuple(tuple);
+		}
+		ExecDropSingleTupleTableSlot(slot);
+	}
+	if (BufferIsValid(pinned))
+		ReleaseBuffer(pinned);
+	table_close(rel, AccessShareLock);
+	return found;
 }
