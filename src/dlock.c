@@ -52,4 +52,5 @@ _PG_init(void)
 
 	RelationInit();
 	TokenInit();
+	WaitInit();
 }

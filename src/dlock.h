@@ -122,8 +122,7 @@
 #define DLOCK_LOCK_CHECK		RowShareLock
 #define DLOCK_LOCK_STATE		ShareUpdateExclusiveLock
 #define DLOCK_LOCK_HANDOVER		ExclusiveLock
-#define DLOCK_LOCK_WAITING		ShareLock
-#define DLOCK_LOCK_WAITERS_PROBE	ExclusiveLock
+#define DLOCK_LOCK_QUEUE		ExclusiveLock
 
 #define DLOCK_MAX_NAME_BYTES	255
 #define DLOCK_MAX_OWNER_BYTES	255
@@ -223,15 +222,31 @@ extern int64 TokenDraw(const DlockRelations *rels, int64 last);
 extern void ForceDurableCommit(void);
 extern PGDLLEXPORT Datum dlock_rebase(PG_FUNCTION_ARGS);
 
+/* The limits of one waiting acquire (wait.c). */
+typedef struct DlockWait
+{
+	TimestampTz start;			/* the caller's lock_timeout counts from here */
+	TimestampTz deadline;		/* start + the acquire's wait */
+} DlockWait;
+
+/* acquire.c */
+extern int64 LeaseAcquire(FunctionCallInfo fcinfo, text *name,
+						  int64 wait_usecs, const char *owner);
+
 /* wait.c */
+extern void WaitInit(void);
 extern void NameLockTag(text *name, LOCKTAG *tag);
-extern void NameWaiterTag(const LOCKTAG *tag, LOCKTAG *waiter_tag);
-extern bool NameHasWaiters(const LOCKTAG *waiter_tag);
+extern void NameQueueTag(const LOCKTAG *tag, LOCKTAG *queue_tag);
+extern bool NameHasWaiters(const LOCKTAG *queue_tag);
 extern bool NameLockTry(const LOCKTAG *tag, LOCKMODE mode);
 extern void NameLockWait(const LOCKTAG *tag, LOCKMODE mode);
 extern void NameLockGiveBack(const LOCKTAG *tag, LOCKMODE mode);
-extern void WaitForLeaseChange(TimestampTz now, TimestampTz deadline,
-							   const DlockLease *lease, TimestampTz wait_start);
+extern bool WaitQueueJoin(const LOCKTAG *queue_tag, const DlockWait *w);
+extern void WaitQueueLeave(const LOCKTAG *queue_tag);
+extern bool WaitForNameLock(const LOCKTAG *tag, LOCKMODE mode,
+							const DlockWait *w);
+extern void WaitForLeaseChange(const DlockWait *w, TimestampTz until);
+extern void WaitWakeQueueAtCommit(const LOCKTAG *tag);
 
 /* fence.c */
 extern PGDLLEXPORT Datum dlock_fence(PG_FUNCTION_ARGS);
