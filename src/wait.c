@@ -157,6 +157,25 @@ MillisecondsUntil(TimestampTz now, TimestampTz until)
 }
 
 /*
+ * A lock taken in an internal subtransaction belongs, once that commits, to
+ * the resource owner of the enclosing (sub)transaction, not to the caller's
+ * (a portal's), and NameLockGiveBack gives back only the caller's.  Take it
+ * once more for the caller (it is held: no wait) and drop the other hold.
+ */
+static void
+HandLockToCaller(const LOCKTAG *tag, LOCKMODE mode)
+{
+	ResourceOwner caller = CurrentResourceOwner;
+
+	if (LockAcquire(tag, mode, false, true) == LOCKACQUIRE_NOT_AVAIL)
+		elog(ERROR, "dlock advisory lock was not held");
+	CurrentResourceOwner = CurTransactionResourceOwner;
+	if (!LockRelease(tag, mode, false))
+		elog(ERROR, "dlock advisory lock was not held");
+	CurrentResourceOwner = caller;
+}
+
+/*
  * Take the lock, waiting in the lock manager no longer than the deadline of
  * w: true once held, false when the deadline came first.  The caller's own
  * lock_timeout (counted from the start of w), statement_timeout, query
@@ -209,6 +228,7 @@ WaitForNameLock(const LOCKTAG *tag, LOCKMODE mode, const DlockWait *w)
 		ReleaseCurrentSubTransaction();
 		MemoryContextSwitchTo(oldcxt);
 		CurrentResourceOwner = oldowner;
+		HandLockToCaller(tag, mode);
 	}
 	PG_CATCH();
 	{
