@@ -104,14 +104,15 @@ AcquireUnderStateLock(FunctionCallInfo fcinfo, const DlockRelations *rels,
 }
 
 /*
- * The state lock is held (taken after a wait): decide, but first look at
- * the row without the table lock a write keeps, so that a head that finds
- * the lease held goes back to sleep holding no lock on the lease table.
+ * AcquireUnderStateLock for the head of a queue: first look at the row, and
+ * at the hand-over lock, without the table lock a write keeps until the
+ * transaction ends, so that a head that must sleep again (the lease is held,
+ * or an open check protects it) sleeps holding no lock on the lease table.
  */
 static AcquireResult
-AcquireAfterWait(FunctionCallInfo fcinfo, const DlockRelations *rels,
-				 text *name, const LOCKTAG *tag, const char *owner,
-				 DlockLease *lease, int64 *token)
+AcquireAsHead(FunctionCallInfo fcinfo, const DlockRelations *rels,
+			  text *name, const LOCKTAG *tag, const char *owner,
+			  DlockLease *lease, int64 *token)
 {
 	TimestampTz now = GetCurrentTimestamp();
 
@@ -120,6 +121,16 @@ AcquireAfterWait(FunctionCallInfo fcinfo, const DlockRelations *rels,
 	{
 		NameLockGiveBack(tag, DLOCK_LOCK_STATE);
 		return ACQUIRE_HELD;
+	}
+	if (!LeaseIsHeld(lease, now))
+	{
+		if (!NameLockTry(tag, DLOCK_LOCK_HANDOVER))
+		{
+			NameLockGiveBack(tag, DLOCK_LOCK_STATE);
+			return ACQUIRE_CHECKED;
+		}
+		/* AcquireUnderStateLock takes it again. */
+		NameLockGiveBack(tag, DLOCK_LOCK_HANDOVER);
 	}
 	return AcquireUnderStateLock(fcinfo, rels, name, tag, owner, lease, &now,
 								 token);
@@ -168,13 +179,14 @@ HeadTakesTurn(FunctionCallInfo fcinfo, text *name, const LOCKTAG *tag,
 		return false;
 	}
 
-	/* Free (or ours to renew): the name's state lock decides. */
-	if (NameLockTry(tag, DLOCK_LOCK_STATE))
-		result = AcquireUnderStateLock(fcinfo, rels, name, tag, owner,
-									   &lease, &now, token);
-	else if (WaitForNameLock(tag, DLOCK_LOCK_STATE, w))
-		result = AcquireAfterWait(fcinfo, rels, name, tag, owner, &lease,
-								  token);
+	/*
+	 * Free (or ours to renew): the name's state lock decides.  If an open
+	 * transaction holds it, wait for that transaction in the lock manager,
+	 * where the deadlock detector sees the wait.
+	 */
+	if (NameLockTry(tag, DLOCK_LOCK_STATE) ||
+		WaitForNameLock(tag, DLOCK_LOCK_STATE, w))
+		result = AcquireAsHead(fcinfo, rels, name, tag, owner, &lease, token);
 	else
 	{
 		*done = true;			/* the deadline came first */
