@@ -52,12 +52,16 @@ PG_CONFIG ?= pg_config
 # test/t/011).  That keeps CI well under 15 minutes on two cores.  One "N passed, N failed" line per
 # version, then the total.  Any new file in sql/, test/specs, test/pgtap,
 # test/t or test/scripts runs on every version unless listed here.
-DRIVER_GOALS = check check-versions demo bench
+#
+# "make ha-check" runs the HA harness alone (test/ha, docs/ha.md): etcd and
+# three Patroni members with dlock, forced failovers under a fenced load.  It
+# is also the suite "ha" of "make check" (about 3 minutes, on 15 only).
+DRIVER_GOALS = check check-versions demo bench ha-check
 TOP := $(patsubst %/,%,$(dir $(abspath $(lastword $(MAKEFILE_LIST)))))
 SHARED_PG ?= $(abspath $(TOP)/../shared/pg)
 PG_DIR ?= $(TOP)/tmp_pg
 LONG_SUITES = fence_stress pgbouncer million 003_crash_stream \
-	dlock_run python_client example_worker
+	dlock_run python_client example_worker ha
 
 ifneq ($(filter $(DRIVER_GOALS),$(MAKECMDGOALS)),)
 
@@ -71,6 +75,8 @@ demo:
 	@bash test/run demo
 bench:
 	@bash test/run bench
+ha-check:
+	@bash test/run ha-check
 
 else
 

@@ -53,7 +53,8 @@ hold exactly the writes the clients saw commit; stale writes of every shape
 were attempted and all rejected; leases never overlapped; nothing else went
 wrong; and the run did enough work to mean something.  It prints TAP and its
 counts (per shape too), and exits 1 on any failure.  The checks are one
-function, verify().
+function, verify(); the ledger rules it shares with the PgBouncer test and
+the HA harness are in test/lib/ledger.py.
 
 Environment: PGHOST, PGPORT, PGUSER, PGDATABASE (the maintenance database),
 DLOCK_STRESS_DB (default dlock_stress, dropped and recreated),
@@ -76,6 +77,11 @@ import traceback
 import psycopg
 from psycopg import sql
 from psycopg.rows import dict_row
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+from ledger import (Tap, duplicate_tokens, ledger_matches,  # noqa: E402
+                    leases_never_overlapped, no_write_after_later_acquire,
+                    tokens_never_go_back)
 
 DB = os.environ.get("DLOCK_STRESS_DB", "dlock_stress")
 CLIENTS = int(os.environ.get("DLOCK_STRESS_CLIENTS", "10"))
@@ -533,24 +539,6 @@ def run_clients(logdir):
 # The verdict
 # ---------------------------------------------------------------------------
 
-class Tap:
-    def __init__(self):
-        self.n = 0
-        self.failed = 0
-
-    def check(self, desc, problems):
-        self.n += 1
-        if problems:
-            self.failed += 1
-            print(f"not ok {self.n} - {desc}")
-            for p in problems[:8]:
-                print(f"#   {p}")
-            if len(problems) > 8:
-                print(f"#   ... and {len(problems) - 8} more")
-        else:
-            print(f"ok {self.n} - {desc}")
-
-
 def verify(logdir, rows, logrows, started, elapsed, run_problems):
     """The verdict: rows are the ledger's (the insert shape), logrows
     acct_log's (every row the other shapes changed, with the writer's
@@ -570,27 +558,16 @@ def verify(logdir, rows, logrows, started, elapsed, run_problems):
     errors = by.get("error", [])
     busy = sum(e["busy"] for e in by.get("exit", []) + drops)
 
-    acq_by_token = {}
-    dup_tokens = []
-    for e in acquires:
-        if e["token"] in acq_by_token:
-            dup_tokens.append(f"token {e['token']} handed out twice: "
-                              f"{json.dumps(acq_by_token[e['token']])} and {json.dumps(e)}")
-        acq_by_token[e["token"]] = e
-    release_of = {e["token"]: e for e in releases}
+    dup_tokens = duplicate_tokens(acquires)
 
     def key(client, cseq):
         return (client, cseq)
 
     shapes = SHAPES if MERGE else [x for x in SHAPES if x != "merge"]
-    ledger = {key(r["client"], r["cseq"]): r for r in rows}
     committed = {key(e["client"], e["cseq"]): e for e in commits
                  if e.get("shape", "insert") == "insert"}
     acommitted = {key(e["client"], e["cseq"]): e for e in commits
                   if e.get("shape", "insert") != "insert" and e["rows"] > 0}
-    logged = {}
-    for r in logrows:
-        logged.setdefault(key(r["client"], r["cseq"]), []).append(r)
     # Every committed write, whatever its shape, as (name, token, commit stamps).
     allrows = list(rows) + list(logrows)
     refused = {key(e["client"], c): e for e in rejects for c in e["cseqs"]}
@@ -659,48 +636,14 @@ def verify(logdir, rows, logrows, started, elapsed, run_problems):
     print("1..7")
 
     # 1. Tokens in commit order never go backwards.
-    problems = []
-    for n in NAMES:
-        seq = sorted((r for r in allrows if r["name"] == n),
-                     key=lambda r: (r["commit_order"] is None, r["commit_order"] or 0))
-        prev = None
-        for r in seq:
-            if r["commit_order"] is None:
-                problems.append(f"{n}: row {r['client']}/{r['cseq']} has no commit stamp")
-                continue
-            if prev is not None and r["token"] < prev["token"]:
-                problems.append(
-                    f"{n}: token {r['token']} ({r['client']}/{r['cseq']}) committed "
-                    f"after token {prev['token']} ({prev['client']}/{prev['cseq']})")
-            prev = r
+    problems = tokens_never_go_back(allrows, NAMES)
     tap.check("tokens never go backwards in commit order, for every name", problems)
 
     # 2. No holder writes after a later holder: every committed row of token T
     # committed (server clock) before any later token T' of the name was
     # acquired; and a transaction that passed the fence kept the lease from
     # changing hands while it stayed open.
-    problems = []
-    for n in NAMES:
-        end_of = {}
-        for r in allrows:
-            if r["name"] == n and r["commit_us"] is not None:
-                end_of[r["token"]] = max(end_of.get(r["token"], 0),
-                                         r["commit_us"], r["written_us"])
-        acq = sorted((e for e in acquires if e["name"] == n), key=lambda e: e["token"])
-        row_tokens = sorted(end_of)
-        i = 0
-        latest = None           # (end, token) of the rows of all tokens below
-        for e in acq:
-            while i < len(row_tokens) and row_tokens[i] < e["token"]:
-                t = row_tokens[i]
-                if latest is None or end_of[t] > latest[0]:
-                    latest = (end_of[t], t)
-                i += 1
-            if latest is not None and latest[0] >= e["acquired_us"]:
-                problems.append(
-                    f"{n}: token {latest[1]} committed a write "
-                    f"{(latest[0] - e['acquired_us']) / 1000:.3f} ms after token "
-                    f"{e['token']} acquired the lease")
+    problems = no_write_after_later_acquire(allrows, acquires, NAMES)
     for e in rejects:
         if e["kind"] == "stale_inside" and e["detail"] != EXPIRED:
             problems.append(f"{e['name']}: stale insert of token {e['token']} inside its "
@@ -709,49 +652,10 @@ def verify(logdir, rows, logrows, started, elapsed, run_problems):
     tap.check("no holder wrote after a later holder took the lease (server clock)", problems)
 
     # 3. The ledger holds exactly the writes the clients saw commit.
-    problems = []
-    for k, e in committed.items():
-        r = ledger.get(k)
-        if r is None:
-            problems.append(f"committed write {k[0]}/{k[1]} (token {e['token']}, "
-                            f"{e['name']}) is missing from the ledger")
-        elif (r["name"], r["token"]) != (e["name"], e["token"]):
-            problems.append(f"write {k[0]}/{k[1]} is in the ledger as "
-                            f"{r['name']}/{r['token']}, committed as {e['name']}/{e['token']}")
-    for k, r in ledger.items():
-        if k in committed:
-            continue
-        why = ("rejected with LK001" if k in refused else
-               "abandoned by a disconnect" if k in abandoned else "never seen to commit")
-        problems.append(f"ledger row {k[0]}/{k[1]} (token {r['token']}, {r['name']}) "
-                        f"was {why}")
-    for r in rows:
-        a = acq_by_token.get(r["token"])
-        if a is None or (a["name"], a["client"]) != (r["name"], r["client"]):
-            problems.append(f"ledger row {r['client']}/{r['cseq']} carries token "
-                            f"{r['token']} on {r['name']}, which that client never "
-                            f"acquired for that name")
-    for k, e in acommitted.items():
-        got = logged.get(k)
-        if not got:
-            problems.append(f"committed {e['shape']} write {k[0]}/{k[1]} (token {e['token']}, "
-                            f"{e['name']}) is missing from acct_log")
-        elif any((r["name"], r["token"]) != (e["name"], e["token"]) for r in got):
-            problems.append(f"{e['shape']} write {k[0]}/{k[1]} is in acct_log with another "
-                            f"name or token than {e['name']}/{e['token']}")
-    for k, got in logged.items():
-        if k in acommitted:
-            continue
-        why = ("rejected with LK001" if k in refused else
-               "abandoned by a disconnect" if k in abandoned else "never seen to commit")
-        problems.append(f"acct_log has {len(got)} rows of {k[0]}/{k[1]} "
-                        f"(token {got[0]['token']}, {got[0]['name']}), which was {why}")
-    for r in logrows:
-        a = acq_by_token.get(r["token"])
-        if a is None or (a["name"], a["client"]) != (r["name"], r["client"]):
-            problems.append(f"acct_log row of {r['client']}/{r['cseq']} was written with "
-                            f"token {r['token']} on {r['name']}, which that client never "
-                            f"acquired for that name")
+    problems = ledger_matches(rows, committed, refused=refused, abandoned=abandoned,
+                              acquires=acquires, what="ledger")
+    problems += ledger_matches(logrows, acommitted, refused=refused, abandoned=abandoned,
+                               acquires=acquires, what="acct_log")
     tap.check("every write a client saw commit is in the ledger or acct_log, "
               "and nothing else", problems)
 
@@ -781,26 +685,14 @@ def verify(logdir, rows, logrows, started, elapsed, run_problems):
     tap.check(f"stale writes were attempted and rejected with LK001: "
               f"{len(stale_rejected)} rejected, {len(stale_accepted)} accepted", problems)
 
-    # 5. Leases on one name never overlapped; tokens grow with the server clock.
+    # 5. Leases on one name never overlapped; tokens unique, growing with
+    # the server clock.
     problems = list(dup_tokens)
     for e in acquires:
         if e["seen_token"] != e["token"]:
             problems.append(f"{e['name']}: acquire returned token {e['token']}, "
                             f"dlock_leases showed {e['seen_token']} in the same transaction")
-    for n in NAMES:
-        acq = sorted((e for e in acquires if e["name"] == n), key=lambda e: e["token"])
-        for prev, cur in zip(acq, acq[1:]):
-            free_at = prev["expires_us"]
-            rel = release_of.get(prev["token"])
-            if rel is not None and rel["ok"]:
-                free_at = min(free_at, rel["at_us"])
-            if cur["acquired_us"] <= prev["acquired_us"]:
-                problems.append(f"{n}: token {cur['token']} acquired before the lower "
-                                f"token {prev['token']}")
-            elif cur["acquired_us"] < free_at:
-                problems.append(f"{n}: token {cur['token']} acquired "
-                                f"{(free_at - cur['acquired_us']) / 1000:.3f} ms before "
-                                f"the lease of token {prev['token']} ended")
+    problems += leases_never_overlapped(acquires, releases, NAMES)
     tap.check("leases on one name never overlapped, tokens unique and growing "
               "with the server clock", problems)
 

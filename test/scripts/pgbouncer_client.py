@@ -33,7 +33,8 @@ attempted and every one rejected with LK001; leases never overlapped; only
 LK001 errors; the clients really went through 2 shared server connections;
 no session-level advisory lock was ever seen; no dlock advisory lock is left
 in pg_locks afterwards (direct connection), nor any other advisory lock; the
-run did enough work to mean something.
+run did enough work to mean something.  The ledger rules are shared with
+fence_stress and the HA harness: test/lib/ledger.py.
 
 Environment: PGHOST, PGPORT, PGUSER, PGDATABASE (direct, the maintenance
 database); DLOCK_PGB_HOST, DLOCK_PGB_PORT (the PgBouncer); DLOCK_PGB_DB
@@ -50,6 +51,11 @@ import traceback
 
 import psycopg
 from psycopg import sql
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+from ledger import (Tap, duplicate_tokens, ledger_matches,  # noqa: E402
+                    leases_never_overlapped, no_write_after_later_acquire,
+                    tokens_never_go_back)
 
 DB = os.environ.get("DLOCK_PGB_DB", "dlock_pgbouncer")
 PGB_HOST = os.environ.get("DLOCK_PGB_HOST", "127.0.0.1")
@@ -350,27 +356,6 @@ class Monitor:
 # The verdict
 # ---------------------------------------------------------------------------
 
-class Tap:
-    def __init__(self):
-        self.n = 0
-        self.failed = 0
-
-    def check(self, desc, problems, notes=()):
-        self.n += 1
-        if problems:
-            self.failed += 1
-            print(f"not ok {self.n} - {desc}")
-            for p in problems[:8]:
-                for line in str(p).splitlines() or [""]:
-                    print(f"#   {line}")
-            if len(problems) > 8:
-                print(f"#   ... and {len(problems) - 8} more")
-        else:
-            print(f"ok {self.n} - {desc}")
-        for n in notes:
-            print(f"#   {n}")
-
-
 def verify(tap, events, rows, mon, selftest, leftover, leftover_all, stats, elapsed):
     by = {}
     for e in events:
@@ -384,14 +369,8 @@ def verify(tap, events, rows, mon, selftest, leftover, leftover_all, stats, elap
     starts = by.get("start", [])
     busy = sum(e["busy"] for e in by.get("exit", []))
 
-    acq_by_token = {}
-    dup = []
-    for e in acquires:
-        if e["token"] in acq_by_token:
-            dup.append(f"token {e['token']} handed out twice")
-        acq_by_token[e["token"]] = e
-    release_of = {e["token"]: e for e in releases}
-    ledger = {(r["client"], r["cseq"]): r for r in rows}
+    acq_by_token = {e["token"]: e for e in acquires}
+    dup = duplicate_tokens(acquires)
     committed = {(e["client"], e["cseq"]): e for e in commits}
     refused = {(e["client"], c) for e in rejects for c in e["cseqs"]}
     stale_kinds = ("stale", "stale_inside")
@@ -424,35 +403,11 @@ def verify(tap, events, rows, mon, selftest, leftover, leftover_all, stats, elap
         print(f"# PgBouncer SHOW STATS: {stats}")
 
     # 1. Tokens never go backwards in commit order.
-    problems = []
-    for n in NAMES:
-        seq = sorted((r for r in rows if r["name"] == n), key=lambda r: r["commit_order"])
-        for prev, r in zip(seq, seq[1:]):
-            if r["token"] < prev["token"]:
-                problems.append(f"{n}: token {r['token']} committed after token {prev['token']}")
+    problems = tokens_never_go_back(rows, NAMES)
     tap.check("fencing: tokens never go backwards in commit order, for every name", problems)
 
     # 2. No accepted row from a holder after a later holder began.
-    problems = []
-    for n in NAMES:
-        end_of = {}
-        for r in rows:
-            if r["name"] == n:
-                end_of[r["token"]] = max(end_of.get(r["token"], 0), r["commit_us"])
-        acq = sorted((e for e in acquires if e["name"] == n), key=lambda e: e["token"])
-        row_tokens = sorted(end_of)
-        i = 0
-        latest = None           # (end, token): the last commit of any lower token
-        for e in acq:
-            while i < len(row_tokens) and row_tokens[i] < e["token"]:
-                t = row_tokens[i]
-                if latest is None or end_of[t] > latest[0]:
-                    latest = (end_of[t], t)
-                i += 1
-            if latest is not None and latest[0] >= e["acquired_us"]:
-                problems.append(f"{n}: token {latest[1]} committed a write "
-                                f"{(latest[0] - e['acquired_us']) / 1000:.3f} ms after "
-                                f"token {e['token']} acquired the lease")
+    problems = no_write_after_later_acquire(rows, acquires, NAMES)
     for e in rejects:
         if e["kind"] == "stale_inside" and e["detail"] != EXPIRED:
             problems.append(f"stale write inside an open fenced transaction was told "
@@ -461,21 +416,8 @@ def verify(tap, events, rows, mon, selftest, leftover, leftover_all, stats, elap
               "the name (server clock)", problems)
 
     # 3. Ledgers = the writes the clients saw commit.
-    problems = []
-    for k, e in committed.items():
-        r = ledger.get(k)
-        if r is None:
-            problems.append(f"committed write {k} missing from the ledger")
-        elif (r["name"], r["token"]) != (e["name"], e["token"]):
-            problems.append(f"write {k} is {r['name']}/{r['token']} in the ledger")
-    for k, r in ledger.items():
-        if k not in committed:
-            problems.append(f"ledger row {k} ({r['name']}/{r['token']}) was "
-                            f"{'rejected' if k in refused else 'never seen to commit'}")
-        a = acq_by_token.get(r["token"])
-        if a is None or (a["name"], a["client"]) != (r["name"], r["client"]):
-            problems.append(f"ledger row {k} carries token {r['token']} that its client "
-                            f"never acquired for {r['name']}")
+    problems = ledger_matches(rows, committed, refused=refused, acquires=acquires,
+                              what="ledger")
     tap.check("the ledgers hold exactly the writes the clients saw commit", problems)
 
     # 4. Stale writes were attempted and rejected.
@@ -500,17 +442,7 @@ def verify(tap, events, rows, mon, selftest, leftover, leftover_all, stats, elap
         if e["seen_token"] != e["token"]:
             problems.append(f"acquire returned {e['token']}, dlock_leases showed "
                             f"{e['seen_token']} in the same transaction")
-    for n in NAMES:
-        acq = sorted((e for e in acquires if e["name"] == n), key=lambda e: e["token"])
-        for prev, cur in zip(acq, acq[1:]):
-            free_at = prev["expires_us"]
-            rel = release_of.get(prev["token"])
-            if rel is not None and rel["ok"]:
-                free_at = min(free_at, rel["at_us"])
-            if cur["acquired_us"] < free_at:
-                problems.append(f"{n}: token {cur['token']} acquired "
-                                f"{(free_at - cur['acquired_us']) / 1000:.3f} ms before "
-                                f"the lease of token {prev['token']} ended")
+    problems += leases_never_overlapped(acquires, releases, NAMES)
     tap.check("leases on one name never overlapped; tokens unique", problems)
 
     # 6. Nothing else went wrong.
