@@ -6,6 +6,7 @@ EXTVERSION = $(shell sed -n "s/^default_version[[:space:]]*=[[:space:]]*'\([^']*
 
 MODULE_big = dlock
 OBJS = \
+	src/acquire.o \
 	src/api.o \
 	src/declare.o \
 	src/args.o \

@@ -32,43 +32,6 @@ PG_FUNCTION_INFO_V1(dlock_rebase);
 PG_FUNCTION_INFO_V1(dlock_resolve_holder);
 PG_FUNCTION_INFO_V1(dlock_remaining);
 
-/* Would an acquire by owner renew this (held) lease rather than wait? */
-static bool
-IsOwnerRenewal(const DlockLease *lease, const char *owner)
-{
-	return owner != NULL && lease->owner != NULL &&
-		strcmp(owner, lease->owner) == 0 &&
-		LeaseCallerActsForHolder(lease);
-}
-
-/*
- * Refuse a new lease to a role that holds dlock.max_leases_per_role.  The
- * role's quota lock, kept until the transaction ends, makes concurrent
- * acquires by one role count one after the other, each seeing the leases
- * the others committed.
- */
-static void
-CheckLeaseQuota(const DlockRelations *rels, TimestampTz now)
-{
-	LOCKTAG		tag;
-
-	if (dlock_max_leases_per_role <= 0)
-		return;
-	SET_LOCKTAG_ADVISORY(tag, MyDatabaseId, GetUserId(), 0,
-						 DLOCK_LOCKTAG_QUOTA);
-	(void) LockAcquire(&tag, ExclusiveLock, false, false);
-	if (LeaseCountHeldByRole(rels, GetUserId(), now,
-							 dlock_max_leases_per_role) >=
-		dlock_max_leases_per_role)
-		ereport(ERROR,
-				(errcode(ERRCODE_CONFIGURATION_LIMIT_EXCEEDED),
-				 errmsg("role \"%s\" holds too many leases",
-						GetUserNameFromId(GetUserId(), false)),
-				 errdetail("The limit is %d leases per role.",
-						   dlock_max_leases_per_role),
-				 errhint("Release leases, or raise \"dlock.max_leases_per_role\".")));
-}
-
 /*
  * Only the role that acquired a lease, its members and superusers may
  * release or renew it, even with the right token.
@@ -82,137 +45,24 @@ CheckHolderRole(const DlockLease *lease, text *name, const char *action)
 }
 
 /*
- * Should a busy acquire sleep and look again?  Not past its deadline, and
- * not for a lease this very transaction holds: that cannot change hands
- * before the transaction ends, so waiting for it is waiting for ourselves.
- * Say busy at once then, unless it expires before the deadline.
- */
-static bool
-WorthWaiting(const DlockLease *lease, TimestampTz now, TimestampTz deadline)
-{
-	if (now >= deadline)
-		return false;
-	return !(LeaseIsHeld(lease, now) && lease->mine &&
-			 lease->expires_at >= deadline);
-}
-
-/*
- * With DLOCK_LOCK_STATE on the name held, decide again on the state nobody
- * can change now: renew the owner's own lease (its token), hand a free lease
- * to the caller (a new token), or give the lock back (0).  *lease and *now
- * are left as decided on.
- */
-static int64
-AcquireUnderStateLock(FunctionCallInfo fcinfo, const DlockRelations *rels,
-					  text *name, const LOCKTAG *tag, const char *owner,
-					  DlockLease *lease, TimestampTz *now)
-{
-	int64		token;
-
-	*now = GetCurrentTimestamp();
-	LeaseFetchForUpdate(rels, name, lease);
-	if (LeaseIsHeld(lease, *now) && IsOwnerRenewal(lease, owner))
-	{
-		LeaseSetExpiry(rels, name, lease, DlockExpiryArg(fcinfo, 1, *now));
-		ForceDurableCommit();
-		return lease->token;
-	}
-	if (!LeaseIsHeld(lease, *now) && NameLockTry(tag, DLOCK_LOCK_HANDOVER))
-	{
-		TimestampTz expires_at = DlockExpiryArg(fcinfo, 1, *now);
-
-		/* Every check comes before the token is drawn. */
-		CheckLeaseQuota(rels, *now);
-		token = TokenDraw(rels, lease->found ? lease->token : 0);
-		LeaseWriteNew(rels, name, lease, token, owner, *now, expires_at);
-		return token;
-	}
-	NameLockGiveBack(tag, DLOCK_LOCK_STATE);
-	return 0;
-}
-
-/*
  * dlock_acquire(name, ttl, wait, owner): a new token if the lease was free,
  * the same token if owner renews its own lease, NULL if still busy after
- * waiting up to wait.  Longer than most on purpose: the decisions of one
- * poll (renew, hand over, queue behind waiters, give up, sleep) share that
- * poll's state and locks, and read best in one place.
+ * waiting up to wait (acquire.c decides, wait.c waits).
  */
 Datum
 dlock_acquire(PG_FUNCTION_ARGS)
 {
 	text	   *name = DlockNameArg(fcinfo, 0);
-	TimestampTz start = GetCurrentTimestamp();
 	int64		wait_usecs;
 	char	   *owner;
-	TimestampTz deadline;
-	const DlockRelations *rels;
-	LOCKTAG		tag;
-	LOCKTAG		waiter_tag;
-	bool		waiting = false;
-	int64		token = 0;
-	MemoryContext pollcxt;
-	MemoryContext callcxt = CurrentMemoryContext;
+	int64		token;
 
-	(void) DlockExpiryArg(fcinfo, 1, start);
+	(void) DlockExpiryArg(fcinfo, 1, GetCurrentTimestamp());
 	wait_usecs = DlockDurationArg(fcinfo, 2, "wait");
 	owner = DlockOwnerArg(fcinfo, 3);
 	PreventCommandIfReadOnly("dlock_acquire()");
 
-	rels = DlockGetRelations(fcinfo);
-	NameLockTag(name, &tag);
-	NameWaiterTag(&tag, &waiter_tag);
-	deadline = start + wait_usecs;
-
-	/* What one round of the loop allocates is freed before the next. */
-	pollcxt = AllocSetContextCreate(CurrentMemoryContext, "dlock_acquire",
-									ALLOCSET_SMALL_SIZES);
-	MemoryContextSwitchTo(pollcxt);
-
-	for (;;)
-	{
-		TimestampTz now;
-		DlockLease	lease;
-		bool		renewal;
-
-		MemoryContextReset(pollcxt);
-		now = GetCurrentTimestamp();
-		/* Looked up again: DROP EXTENSION may have come meanwhile. */
-		rels = DlockGetRelations(fcinfo);
-
-		/* The busy path: one index lookup, no lock, no transaction ID. */
-		LeaseFetch(rels, name, &lease);
-		renewal = LeaseIsHeld(&lease, now) && IsOwnerRenewal(&lease, owner);
-
-		/*
-		 * A free lease goes to those who already wait for it; only a caller
-		 * that would not wait (wait = 0) may take it past them.
-		 */
-		if ((renewal ||
-			 (!LeaseIsHeld(&lease, now) &&
-			  (waiting || wait_usecs == 0 || !NameHasWaiters(&waiter_tag)))) &&
-			NameLockTry(&tag, DLOCK_LOCK_STATE))
-		{
-			token = AcquireUnderStateLock(fcinfo, rels, name, &tag, owner,
-										  &lease, &now);
-			if (token != 0)
-				break;
-		}
-
-		if (!WorthWaiting(&lease, now, deadline))
-			break;
-		if (!waiting)
-		{
-			/* Shared with other waiters; only a probe blocks it, briefly. */
-			NameLockWait(&waiter_tag, DLOCK_LOCK_WAITING);
-			waiting = true;
-		}
-		WaitForLeaseChange(now, deadline, &lease, start);
-	}
-
-	if (waiting)
-		NameLockGiveBack(&waiter_tag, DLOCK_LOCK_WAITING);
-	MemoryContextSwitchTo(callcxt);
+	token = LeaseAcquire(fcinfo, name, wait_usecs, owner);
 	if (token == 0)
 		PG_RETURN_NULL();			/* still busy after the wait */
 	PG_RETURN_INT64(token);
@@ -225,17 +75,16 @@ dlock_acquire(PG_FUNCTION_ARGS)
  */
 static bool
 LockLeaseOfHolder(const DlockRelations *rels, text *name, int64 token,
-				  const char *action, DlockLease *lease, TimestampTz *now)
+				  const char *action, DlockLease *lease, TimestampTz *now,
+				  LOCKTAG *tag)
 {
-	LOCKTAG		tag;
-
-	NameLockTag(name, &tag);
-	NameLockWait(&tag, DLOCK_LOCK_STATE);
+	NameLockTag(name, tag);
+	NameLockWait(tag, DLOCK_LOCK_STATE);
 	LeaseFetchForUpdate(rels, name, lease);
 	*now = GetCurrentTimestamp();
 	if (!LeaseIsHeld(lease, *now) || lease->token != token)
 	{
-		NameLockGiveBack(&tag, DLOCK_LOCK_STATE);
+		NameLockGiveBack(tag, DLOCK_LOCK_STATE);
 		return false;
 	}
 	CheckHolderRole(lease, name, action);
@@ -251,12 +100,15 @@ dlock_release(PG_FUNCTION_ARGS)
 	const DlockRelations *rels;
 	DlockLease	lease;
 	TimestampTz now;
+	LOCKTAG		tag;
 
 	PreventCommandIfReadOnly("dlock_release()");
 	rels = DlockGetRelations(fcinfo);
-	if (!LockLeaseOfHolder(rels, name, token, "release", &lease, &now))
+	if (!LockLeaseOfHolder(rels, name, token, "release", &lease, &now, &tag))
 		PG_RETURN_BOOL(false);
 	LeaseSetReleased(rels, name, &lease, now);
+	/* The head of the name's queue may take it once this commits. */
+	WaitWakeQueueAtCommit(&tag);
 	PG_RETURN_BOOL(true);
 }
 
@@ -269,11 +121,13 @@ dlock_renew(PG_FUNCTION_ARGS)
 	const DlockRelations *rels;
 	DlockLease	lease;
 	TimestampTz now;
+	LOCKTAG		tag;
 
 	(void) DlockExpiryArg(fcinfo, 2, GetCurrentTimestamp());
 	PreventCommandIfReadOnly("dlock_renew()");
 	rels = DlockGetRelations(fcinfo);
-	if (!LockLeaseOfHolder(rels, name, token, "renew", &lease, &now))
+	/* A renewal wakes nobody: the queue's head sleeps until the expiry. */
+	if (!LockLeaseOfHolder(rels, name, token, "renew", &lease, &now, &tag))
 		PG_RETURN_BOOL(false);
 	LeaseSetExpiry(rels, name, &lease, DlockExpiryArg(fcinfo, 2, now));
 	/* A renewal lost in a crash or failover would end the lease early. */

@@ -97,4 +97,16 @@
 #define DlockRelationGetPrimaryKeyIndex(rel) RelationGetPrimaryKeyIndex(rel)
 #endif
 
+/*
+ * The PGPROC of a virtual transaction ID: by backend ID before PostgreSQL
+ * 17, by proc number from 17 on.
+ */
+#if PG_VERSION_NUM >= 170000
+#include "storage/procarray.h"
+#define DlockVxidGetProc(vxid) ProcNumberGetProc((vxid).procNumber)
+#else
+#include "storage/sinvaladt.h"
+#define DlockVxidGetProc(vxid) BackendIdGetProc((vxid).backendId)
+#endif
+
 #endif							/* DLOCK_COMPAT_H */

@@ -63,4 +63,5 @@ _PG_init(void)
 
 	RelationInit();
 	TokenInit();
+	WaitInit();
 }

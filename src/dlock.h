@@ -31,12 +31,16 @@
  *
  * Locks are taken in this order, and each is kept as stated:
  *
- * 1. The name's waiters' key, DLOCK_LOCK_WAITING (ShareLock), by a waiting
- *	  acquire while it waits, and nothing else; a new acquire that is willing
- *	  to wait first probes it with ExclusiveLock (taken and given back at
- *	  once): if anybody is waiting, it queues up too rather than taking a
- *	  lease that was just freed, so a holder that releases and acquires again
- *	  at once cannot starve the waiters.
+ * 1. The name's queue key, DLOCK_LOCK_QUEUE (ExclusiveLock), by an acquire
+ *	  with wait > 0, for as long as it waits and no longer: the lock
+ *	  manager queues such acquires first come, first served.  Its holder,
+ *	  the head, is the only waiter that looks at the lease; the others sleep
+ *	  in the lock manager.  The head gives it back as soon as it has the
+ *	  lease or gives up, and the lock manager grants it to the next in line.
+ *	  An acquire with wait = 0 that finds the lease free probes it (taken
+ *	  without waiting and given back at once) and says busy if anybody
+ *	  queues, so it never takes a lease past the queue; an owner renewal
+ *	  never looks at it.
  *
  * 2. The name's key, in one of three modes:
  *	DLOCK_LOCK_CHECK  (RowShareLock) is taken by dlock_check, dlock_assert and
@@ -66,15 +70,34 @@
  *	  it never closes a deadlock with later calls of the transaction.
  *
  * 5. The table @extschema@.dlock_lease: a read that only looks (the busy
- *	  path, a check) takes AccessShareLock and gives it back at once; a read
- *	  whose row may be written takes RowExclusiveLock, after the name's lock,
- *	  and keeps it until the transaction ends, so the row's TID stays valid
- *	  (VACUUM FULL, CLUSTER and TRUNCATE wait for that transaction).
+ *	  path, a check, each look of a waiting head) takes AccessShareLock and
+ *	  gives it back at once; a read whose row may be written takes
+ *	  RowExclusiveLock, after the name's lock, and keeps it until the
+ *	  transaction ends, so the row's TID stays valid (VACUUM FULL, CLUSTER
+ *	  and TRUNCATE wait for that transaction).
  *
- * dlock_acquire only tries the name's locks without waiting, and holds none
- * of them while it sleeps (only its waiter lock, which blocks nothing but a
- * newcomer's brief probe), so it cannot block a holder's release and cannot
- * take part in a deadlock.
+ * Waiting (acquire.c decides, wait.c waits).  While an acquire waits it
+ * holds its queue lock (or waits for it) and nothing else of dlock's, in
+ * particular no lock on the lease table, so maintenance of the table never
+ * waits for a waiter.  The head sleeps in one of two places:
+ *	- on its latch, while a committed lease holds the name, until that
+ *	  lease's expiry or its own deadline.  A transaction that freed the
+ *	  lease (dlock_release) sets the latch of the queue lock's holders from
+ *	  its commit callback, once its commit is visible; the head resets its
+ *	  latch before each look at the row, so a wake-up between the look and
+ *	  the sleep is never lost.  Renewals wake nobody.
+ *	- in the lock manager, for the name's DLOCK_LOCK_STATE (or
+ *	  DLOCK_LOCK_HANDOVER, behind an open check) when the row looks free but
+ *	  a transaction that changes it is still open.  The deadlock detector
+ *	  sees these waits, so leases acquired in open transactions that wait for
+ *	  each other end in 40P01 for one of them; a cycle through committed
+ *	  leases is no lock, and ends at the waiters' deadlines.
+ * Each lock-manager wait runs in an internal subtransaction with
+ * lock_timeout set to the time left: the deadline's 55P03 is caught there
+ * and becomes NULL; the caller's own lock_timeout, statement_timeout, query
+ * cancel and deadlocks raise their usual errors, and an error gives back
+ * every lock the wait took.  The wait = 0 path never starts a
+ * subtransaction.
  *
  * Tokens come from @extschema@.dlock_token_seq (CACHE 1, NO CYCLE), drawn
  * only while both locks of a hand-over are held; token.c says how they stay
@@ -123,8 +146,7 @@
 #define DLOCK_LOCK_CHECK		RowShareLock
 #define DLOCK_LOCK_STATE		ShareUpdateExclusiveLock
 #define DLOCK_LOCK_HANDOVER		ExclusiveLock
-#define DLOCK_LOCK_WAITING		ShareLock
-#define DLOCK_LOCK_WAITERS_PROBE	ExclusiveLock
+#define DLOCK_LOCK_QUEUE		ExclusiveLock
 
 #define DLOCK_MAX_NAME_BYTES	255
 #define DLOCK_MAX_OWNER_BYTES	255
@@ -228,15 +250,31 @@ extern int64 TokenDraw(const DlockRelations *rels, int64 last);
 extern void ForceDurableCommit(void);
 extern PGDLLEXPORT Datum dlock_rebase(PG_FUNCTION_ARGS);
 
+/* The limits of one waiting acquire (wait.c). */
+typedef struct DlockWait
+{
+	TimestampTz start;			/* the caller's lock_timeout counts from here */
+	TimestampTz deadline;		/* start + the acquire's wait */
+} DlockWait;
+
+/* acquire.c */
+extern int64 LeaseAcquire(FunctionCallInfo fcinfo, text *name,
+						  int64 wait_usecs, const char *owner);
+
 /* wait.c */
+extern void WaitInit(void);
 extern void NameLockTag(text *name, LOCKTAG *tag);
-extern void NameWaiterTag(const LOCKTAG *tag, LOCKTAG *waiter_tag);
-extern bool NameHasWaiters(const LOCKTAG *waiter_tag);
+extern void NameQueueTag(const LOCKTAG *tag, LOCKTAG *queue_tag);
+extern bool NameHasWaiters(const LOCKTAG *queue_tag);
 extern bool NameLockTry(const LOCKTAG *tag, LOCKMODE mode);
 extern void NameLockWait(const LOCKTAG *tag, LOCKMODE mode);
 extern void NameLockGiveBack(const LOCKTAG *tag, LOCKMODE mode);
-extern void WaitForLeaseChange(TimestampTz now, TimestampTz deadline,
-							   const DlockLease *lease, TimestampTz wait_start);
+extern bool WaitQueueJoin(const LOCKTAG *queue_tag, const DlockWait *w);
+extern void WaitQueueLeave(const LOCKTAG *queue_tag);
+extern bool WaitForNameLock(const LOCKTAG *tag, LOCKMODE mode,
+							const DlockWait *w);
+extern void WaitForLeaseChange(const DlockWait *w, TimestampTz until);
+extern void WaitWakeQueueAtCommit(const LOCKTAG *tag);
 
 /* fence.c */
 extern PGDLLEXPORT Datum dlock_fence(PG_FUNCTION_ARGS);

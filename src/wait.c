@@ -3,21 +3,35 @@
  * wait.c
  *		The advisory locks on lock names, and waiting for a busy lease.
  *
- * Each name maps to one advisory locktag of dlock's own key space (dlock.h):
+ * Each name maps to advisory locktags of dlock's own key space (dlock.h):
  * shown in pg_locks as locktype 'advisory', classid and objid the high and
- * low 32 bits of a 64-bit hash of the name, objsubid DLOCK_LOCKTAG_NAME.
- * The SQL advisory lock functions only reach objsubid 1 and 2, so no role
- * can take these locks.  Two names may share a hash (at 64 bits, unlikely
- * below billions of names); they then only serialize their short state
+ * low 32 bits of a 64-bit hash of the name, objsubid DLOCK_LOCKTAG_NAME for
+ * the name's lock and DLOCK_LOCKTAG_WAITERS for its queue.  The SQL advisory
+ * lock functions only reach objsubid 1 and 2, so no role can take these
+ * locks.  Two names may share a hash (at 64 bits, unlikely below billions
+ * of names); they then share a queue and serialize their short state
  * changes, never the leases themselves.  All these locks are
  * transaction-level, so they work behind transaction-pooling connection
  * poolers and never outlive the transaction that took them.
  *
- * A waiting acquire holds none of these locks while it sleeps.  It polls
- * the lease row (a cheap index lookup, without locks) every
- * DLOCK_POLL_INTERVAL, and sleeps exactly until the expiry of a lease that
- * is held, so an expiry is noticed at once.  The sleep is on the process
- * latch, so query cancel, statement_timeout and termination interrupt it.
+ * Waiting.  A waiting acquire queues for the name's queue lock
+ * (DLOCK_LOCK_QUEUE, ExclusiveLock) in the lock manager, which grants it
+ * first come, first served and costs no CPU while it waits.  Only the
+ * holder of the queue lock, the head, looks at the lease: it sleeps on its
+ * latch until the lease's expiry or its own deadline, whichever comes
+ * first, and a committed release wakes it (WaitWakeQueueAtCommit).  When a
+ * lease looks free but its name's lock is held by a transaction that is
+ * still open, the head waits for that lock in the lock manager, where the
+ * deadlock detector sees it.
+ *
+ * Every lock-manager wait here is bounded by the acquire's deadline the way
+ * lock_timeout bounds a lock wait: lock_timeout is set to the smaller of
+ * the time left to the caller's own lock_timeout and the time left to the
+ * deadline, in an internal subtransaction that catches the 55P03 when the
+ * deadline was the binding one.  Every other error (the caller's own
+ * lock_timeout, statement_timeout, query cancel, a deadlock) goes on
+ * unchanged.  The caller's lock_timeout counts from the start of the whole
+ * wait, as if the acquire waited for one lock.
  *
  * Copyright (c) 2026, the dlock developers
  *
@@ -25,18 +39,22 @@
  */
 #include "postgres.h"
 
+#include "access/xact.h"
 #include "common/hashfn.h"
 #include "miscadmin.h"
 #include "storage/latch.h"
 #include "storage/lock.h"
 #include "storage/proc.h"
+#include "utils/guc.h"
+#include "utils/memutils.h"
+#include "utils/resowner.h"
 #include "utils/wait_event.h"
 
 #include "compat.h"
 #include "dlock.h"
 
-/* How often a waiter looks at a busy lease, in microseconds. */
-#define DLOCK_POLL_INTERVAL		4000
+/* Queue locks to wake the head of when this transaction commits. */
+static List *wake_at_commit = NIL;
 
 /*
  * The key of a lock name: 64 bits of its hash in fields 2 and 3, the
@@ -54,22 +72,25 @@ NameLockTag(text *name, LOCKTAG *tag)
 						 (uint32) hash, DLOCK_LOCKTAG_NAME);
 }
 
-/* The waiters' key of the name whose key is tag: the same hash, field 4 differs. */
+/* The queue key of the name whose key is tag: the same hash, field 4 differs. */
 void
-NameWaiterTag(const LOCKTAG *tag, LOCKTAG *waiter_tag)
+NameQueueTag(const LOCKTAG *tag, LOCKTAG *queue_tag)
 {
-	SET_LOCKTAG_ADVISORY(*waiter_tag, tag->locktag_field1,
+	SET_LOCKTAG_ADVISORY(*queue_tag, tag->locktag_field1,
 						 tag->locktag_field2, tag->locktag_field3,
 						 DLOCK_LOCKTAG_WAITERS);
 }
 
-/* Is any acquire waiting for this name (or one with the same hash)? */
+/*
+ * Is anybody queued for this name (or one with the same hash)?  A probe of
+ * the queue lock, taken and given back at once; never waits.
+ */
 bool
-NameHasWaiters(const LOCKTAG *waiter_tag)
+NameHasWaiters(const LOCKTAG *queue_tag)
 {
-	if (!NameLockTry(waiter_tag, DLOCK_LOCK_WAITERS_PROBE))
+	if (!NameLockTry(queue_tag, DLOCK_LOCK_QUEUE))
 		return true;
-	NameLockGiveBack(waiter_tag, DLOCK_LOCK_WAITERS_PROBE);
+	NameLockGiveBack(queue_tag, DLOCK_LOCK_QUEUE);
 	return false;
 }
 
@@ -101,40 +122,253 @@ NameLockGiveBack(const LOCKTAG *tag, LOCKMODE mode)
 		elog(ERROR, "dlock advisory lock was not held");
 }
 
+/* The end of the caller's own lock_timeout, or 0 if it has none. */
+static TimestampTz
+CallerLockTimeoutEnd(const DlockWait *w)
+{
+	if (LockTimeout <= 0)
+		return 0;
+	return w->start + (int64) LockTimeout * 1000;
+}
+
+/* Raise the caller's own lock_timeout error, as the lock manager words it. */
+static void
+RaiseLockTimeout(void)
+{
+	ereport(ERROR,
+			(errcode(ERRCODE_LOCK_NOT_AVAILABLE),
+			 errmsg("canceling statement due to lock timeout")));
+}
+
 /*
- * Sleep until the lease may have changed: the next poll, the expiry of the
- * lease if it is held, or the deadline, whichever comes first.  Raises the
- * usual errors on query cancel, statement_timeout and lock_timeout (the
- * whole wait counts as one lock wait).
+ * Milliseconds from now to until, rounded up (a wake-up before an expiry
+ * would only mean another look), at least 1.
+ */
+static int
+MillisecondsUntil(TimestampTz now, TimestampTz until)
+{
+	int64		ms = (until - now + 999) / 1000;
+
+	if (ms < 1)
+		return 1;
+	if (ms > INT_MAX)
+		return INT_MAX;
+	return (int) ms;
+}
+
+/*
+ * A lock taken in an internal subtransaction belongs, once that commits, to
+ * the resource owner of the enclosing (sub)transaction, not to the caller's
+ * (a portal's), and NameLockGiveBack gives back only the caller's.  Take it
+ * once more for the caller (it is held: no wait) and drop the other hold.
+ */
+static void
+HandLockToCaller(const LOCKTAG *tag, LOCKMODE mode)
+{
+	ResourceOwner caller = CurrentResourceOwner;
+
+	if (LockAcquire(tag, mode, false, true) == LOCKACQUIRE_NOT_AVAIL)
+		elog(ERROR, "dlock advisory lock was not held");
+	CurrentResourceOwner = CurTransactionResourceOwner;
+	if (!LockRelease(tag, mode, false))
+		elog(ERROR, "dlock advisory lock was not held");
+	CurrentResourceOwner = caller;
+}
+
+/*
+ * Take the lock, waiting in the lock manager no longer than the deadline of
+ * w: true once held, false when the deadline came first.  The caller's own
+ * lock_timeout (counted from the start of w), statement_timeout, query
+ * cancel and deadlocks raise their usual errors.
+ *
+ * The wait runs in an internal subtransaction with lock_timeout set to the
+ * binding limit, as PL/pgSQL runs an exception block (pl_exec.c,
+ * exec_stmt_block): on the deadline's 55P03 the subtransaction is rolled
+ * back and the error dropped; any other error is raised again unchanged.  A
+ * lock it got is handed to the calling (sub)transaction on release.
+ */
+bool
+WaitForNameLock(const LOCKTAG *tag, LOCKMODE mode, const DlockWait *w)
+{
+	MemoryContext oldcxt = CurrentMemoryContext;
+	ResourceOwner oldowner = CurrentResourceOwner;
+	TimestampTz now = GetCurrentTimestamp();
+	TimestampTz caller_end = CallerLockTimeoutEnd(w);
+	bool		deadline_binds;
+	int			timeout_ms;
+	char		value[32];
+
+	if (caller_end != 0 && caller_end <= w->deadline)
+	{
+		if (now >= caller_end)
+			RaiseLockTimeout();
+		deadline_binds = false;
+		timeout_ms = MillisecondsUntil(now, caller_end);
+	}
+	else
+	{
+		if (now >= w->deadline)
+			return false;
+		deadline_binds = true;
+		timeout_ms = MillisecondsUntil(now, w->deadline);
+	}
+	snprintf(value, sizeof(value), "%d", timeout_ms);
+
+	BeginInternalSubTransaction(NULL);
+	MemoryContextSwitchTo(oldcxt);
+	PG_TRY();
+	{
+		int			nestlevel = NewGUCNestLevel();
+
+		(void) set_config_option("lock_timeout", value, PGC_USERSET,
+								 PGC_S_SESSION, GUC_ACTION_SAVE, true, 0,
+								 false);
+		(void) LockAcquire(tag, mode, false, false);
+		AtEOXact_GUC(true, nestlevel);
+		ReleaseCurrentSubTransaction();
+		MemoryContextSwitchTo(oldcxt);
+		CurrentResourceOwner = oldowner;
+		HandLockToCaller(tag, mode);
+	}
+	PG_CATCH();
+	{
+		ErrorData  *edata;
+
+		MemoryContextSwitchTo(oldcxt);
+		edata = CopyErrorData();
+		FlushErrorState();
+		RollbackAndReleaseCurrentSubTransaction();
+		MemoryContextSwitchTo(oldcxt);
+		CurrentResourceOwner = oldowner;
+		if (deadline_binds && edata->sqlerrcode == ERRCODE_LOCK_NOT_AVAILABLE)
+		{
+			FreeErrorData(edata);
+			return false;
+		}
+		ReThrowError(edata);
+	}
+	PG_END_TRY();
+	return true;
+}
+
+/*
+ * Join the name's queue: take its queue lock, first come first served.
+ * True when this backend is the head, false when the deadline came first.
+ * Without anybody queued it costs one lock, no subtransaction.
+ */
+bool
+WaitQueueJoin(const LOCKTAG *queue_tag, const DlockWait *w)
+{
+	if (NameLockTry(queue_tag, DLOCK_LOCK_QUEUE))
+		return true;
+	return WaitForNameLock(queue_tag, DLOCK_LOCK_QUEUE, w);
+}
+
+/* Leave the queue; the lock manager grants the queue lock to the next one. */
+void
+WaitQueueLeave(const LOCKTAG *queue_tag)
+{
+	NameLockGiveBack(queue_tag, DLOCK_LOCK_QUEUE);
+}
+
+/*
+ * Sleep on the latch, as the head of the queue, until until (the lease's
+ * expiry or the deadline), a committed release (WaitWakeQueueAtCommit) or an
+ * interrupt.  The caller reset the latch before it last read the lease, so
+ * a wake-up that came after that read ends this sleep at once.  Raises the
+ * usual errors on query cancel and statement_timeout, and 55P03 when the
+ * caller's own lock_timeout passes.
  */
 void
-WaitForLeaseChange(TimestampTz now, TimestampTz deadline,
-				   const DlockLease *lease, TimestampTz wait_start)
+WaitForLeaseChange(const DlockWait *w, TimestampTz until)
 {
-	TimestampTz until = now + DLOCK_POLL_INTERVAL;
-	long		timeout_ms;
+	TimestampTz now = GetCurrentTimestamp();
+	TimestampTz caller_end = CallerLockTimeoutEnd(w);
 
-	if (LeaseIsHeld(lease, now) && lease->expires_at < until)
-		until = lease->expires_at;
-	if (deadline < until)
-		until = deadline;
-	if (LockTimeout > 0 && wait_start + (int64) LockTimeout * 1000 < until)
-		until = wait_start + (int64) LockTimeout * 1000;
-
-	/* Round up: waking before an expiry would only mean another poll. */
-	timeout_ms = (long) ((until - now + 999) / 1000);
-	if (timeout_ms < 1)
-		timeout_ms = 1;
-
-	(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
-					 timeout_ms, PG_WAIT_EXTENSION);
-	ResetLatch(MyLatch);
+	if (caller_end != 0 && caller_end < until)
+	{
+		if (now >= caller_end)
+			RaiseLockTimeout();
+		until = caller_end;
+	}
+	if (now < until)
+		(void) WaitLatch(MyLatch,
+						 WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
+						 MillisecondsUntil(now, until), PG_WAIT_EXTENSION);
 	CHECK_FOR_INTERRUPTS();
+	if (caller_end != 0 && caller_end < w->deadline &&
+		GetCurrentTimestamp() >= caller_end)
+		RaiseLockTimeout();
+}
 
-	if (LockTimeout > 0 &&
-		wait_start + (int64) LockTimeout * 1000 < deadline &&
-		GetCurrentTimestamp() >= wait_start + (int64) LockTimeout * 1000)
-		ereport(ERROR,
-				(errcode(ERRCODE_LOCK_NOT_AVAILABLE),
-				 errmsg("canceling statement due to lock timeout")));
+/*
+ * Wake the head of the name's queue when this transaction commits: a lease
+ * it freed may be taken.  Called with the name's state lock held, so the
+ * head cannot decide on the lease before the commit anyway.
+ */
+void
+WaitWakeQueueAtCommit(const LOCKTAG *tag)
+{
+	MemoryContext oldcxt = MemoryContextSwitchTo(TopTransactionContext);
+	LOCKTAG    *queue_tag = palloc(sizeof(LOCKTAG));
+
+	NameQueueTag(tag, queue_tag);
+	wake_at_commit = lappend(wake_at_commit, queue_tag);
+	MemoryContextSwitchTo(oldcxt);
+}
+
+/*
+ * Set the latch of every holder of the queue lock: the head (and perhaps
+ * a newcomer's brief probe).  A backend that exited meanwhile, or whose
+ * PGPROC now serves another backend, gets a latch set it ignores: every
+ * sleeper here tolerates spurious wake-ups.
+ */
+static void
+WakeQueueHead(const LOCKTAG *queue_tag)
+{
+	VirtualTransactionId *vxids;
+
+	vxids = GetLockConflicts(queue_tag, DLOCK_LOCK_QUEUE, NULL);
+	for (; VirtualTransactionIdIsValid(*vxids); vxids++)
+	{
+		PGPROC	   *proc = DlockVxidGetProc(*vxids);
+
+		if (proc != NULL)
+			SetLatch(&proc->procLatch);
+	}
+}
+
+/*
+ * After commit (the new state is visible to everybody), wake the heads of
+ * the queues whose leases this transaction freed.  A subtransaction rolled
+ * back after a release leaves its wake-up here: one spurious wake-up.
+ */
+static void
+WaitXactCallback(XactEvent event, void *arg)
+{
+	ListCell   *lc;
+
+	switch (event)
+	{
+		case XACT_EVENT_COMMIT:
+			foreach(lc, wake_at_commit)
+				WakeQueueHead((LOCKTAG *) lfirst(lc));
+			wake_at_commit = NIL;
+			break;
+		case XACT_EVENT_ABORT:
+		case XACT_EVENT_PREPARE:
+		case XACT_EVENT_PARALLEL_COMMIT:
+		case XACT_EVENT_PARALLEL_ABORT:
+			wake_at_commit = NIL;	/* its memory goes with the transaction */
+			break;
+		default:
+			break;
+	}
+}
+
+/* Called once, from _PG_init. */
+void
+WaitInit(void)
+{
+	RegisterXactCallback(WaitXactCallback, NULL);
 }

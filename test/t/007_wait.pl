@@ -40,8 +40,8 @@ ok( $node->poll_query_until(
 	'the waiter sleeps in its wait');
 is(sql(qq{SELECT count(*) FROM pg_locks WHERE pid = $pid AND locktype = 'advisory' AND objsubid = 17484}),
 	'0', 'the waiter holds no lock on the name while it waits');
-is(sql(qq{SELECT count(*) FROM pg_locks WHERE pid = $pid AND locktype = 'advisory' AND objsubid = 17485 AND mode = 'ShareLock' AND granted}),
-	'1', 'the waiter is visible as a waiter');
+is(sql(qq{SELECT count(*) FROM pg_locks WHERE pid = $pid AND locktype = 'advisory' AND objsubid = 17485 AND mode = 'ExclusiveLock' AND granted}),
+	'1', 'the waiter is visible as the head of the name\'s queue');
 is(sql("SELECT pg_terminate_backend($pid)"), 't', 'terminated the waiter');
 ok($node->poll_query_until('postgres', "SELECT count(*) = 0 FROM pg_stat_activity WHERE pid = $pid"),
 	'the waiter is gone');

@@ -1,0 +1,292 @@
+/*-------------------------------------------------------------------------
+ *
+ * acquire.c
+ *		The decisions of dlock_acquire: renew, hand over, say busy, or
+ *		wait in the name's queue (the waiting itself is in wait.c).
+ *
+ * The order rule.  A caller with wait > 0 always joins the name's queue,
+ * and the queue is served first come, first served by the lock manager.
+ * A caller with wait = 0 never takes a free lease past a non-empty queue: it
+ * gets NULL.  An owner renewal (an acquire by the owner of a lease it holds)
+ * renews at once, queue or not.
+ *
+ * Copyright (c) 2026, the dlock developers
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "miscadmin.h"
+#include "storage/latch.h"
+#include "utils/acl.h"
+#include "utils/memutils.h"
+#include "utils/timestamp.h"
+
+#include "dlock.h"
+
+/* What an attempt under the name's state lock came to. */
+typedef enum AcquireResult
+{
+	ACQUIRE_DONE,				/* renewed or handed over: a token */
+	ACQUIRE_HELD,				/* somebody holds the lease */
+	ACQUIRE_CHECKED				/* free, but a check protects the old holder */
+} AcquireResult;
+
+/* Would an acquire by owner renew this (held) lease rather than wait? */
+static bool
+IsOwnerRenewal(const DlockLease *lease, const char *owner)
+{
+	return owner != NULL && lease->owner != NULL &&
+		strcmp(owner, lease->owner) == 0 &&
+		LeaseCallerActsForHolder(lease);
+}
+
+/*
+ * Refuse a new lease to a role that holds dlock.max_leases_per_role.  The
+ * role's quota lock, kept until the transaction ends, makes concurrent
+ * acquires by one role count one after the other, each seeing the leases
+ * the others committed.
+ */
+static void
+CheckLeaseQuota(const DlockRelations *rels, TimestampTz now)
+{
+	LOCKTAG		tag;
+
+	if (dlock_max_leases_per_role <= 0)
+		return;
+	SET_LOCKTAG_ADVISORY(tag, MyDatabaseId, GetUserId(), 0,
+						 DLOCK_LOCKTAG_QUOTA);
+	(void) LockAcquire(&tag, ExclusiveLock, false, false);
+	if (LeaseCountHeldByRole(rels, GetUserId(), now,
+							 dlock_max_leases_per_role) >=
+		dlock_max_leases_per_role)
+		ereport(ERROR,
+				(errcode(ERRCODE_CONFIGURATION_LIMIT_EXCEEDED),
+				 errmsg("role \"%s\" holds too many leases",
+						GetUserNameFromId(GetUserId(), false)),
+				 errdetail("The limit is %d leases per role.",
+						   dlock_max_leases_per_role),
+				 errhint("Release leases, or raise \"dlock.max_leases_per_role\".")));
+}
+
+/*
+ * With DLOCK_LOCK_STATE on the name held, decide again on the state nobody
+ * can change now: renew the owner's own lease (its token), or hand a free
+ * lease to the caller (a new token).  Otherwise the state lock is given
+ * back.  *lease and *now are left as decided on.
+ */
+static AcquireResult
+AcquireUnderStateLock(FunctionCallInfo fcinfo, const DlockRelations *rels,
+					  text *name, const LOCKTAG *tag, const char *owner,
+					  DlockLease *lease, TimestampTz *now, int64 *token)
+{
+	*now = GetCurrentTimestamp();
+	LeaseFetchForUpdate(rels, name, lease);
+	if (LeaseIsHeld(lease, *now) && IsOwnerRenewal(lease, owner))
+	{
+		LeaseSetExpiry(rels, name, lease, DlockExpiryArg(fcinfo, 1, *now));
+		ForceDurableCommit();
+		*token = lease->token;
+		return ACQUIRE_DONE;
+	}
+	if (!LeaseIsHeld(lease, *now) && NameLockTry(tag, DLOCK_LOCK_HANDOVER))
+	{
+		TimestampTz expires_at = DlockExpiryArg(fcinfo, 1, *now);
+
+		/* Every check comes before the token is drawn. */
+		CheckLeaseQuota(rels, *now);
+		*token = TokenDraw(rels, lease->found ? lease->token : 0);
+		LeaseWriteNew(rels, name, lease, *token, owner, *now, expires_at);
+		return ACQUIRE_DONE;
+	}
+	NameLockGiveBack(tag, DLOCK_LOCK_STATE);
+	return LeaseIsHeld(lease, *now) ? ACQUIRE_HELD : ACQUIRE_CHECKED;
+}
+
+/*
+ * AcquireUnderStateLock for the head of a queue: first look at the row, and
+ * at the hand-over lock, without the table lock a write keeps until the
+ * transaction ends, so that a head that must sleep again (the lease is held,
+ * or an open check protects it) sleeps holding no lock on the lease table.
+ */
+static AcquireResult
+AcquireAsHead(FunctionCallInfo fcinfo, const DlockRelations *rels,
+			  text *name, const LOCKTAG *tag, const char *owner,
+			  DlockLease *lease, int64 *token)
+{
+	TimestampTz now = GetCurrentTimestamp();
+
+	LeaseFetch(rels, name, lease);
+	if (LeaseIsHeld(lease, now) && !IsOwnerRenewal(lease, owner))
+	{
+		NameLockGiveBack(tag, DLOCK_LOCK_STATE);
+		return ACQUIRE_HELD;
+	}
+	if (!LeaseIsHeld(lease, now))
+	{
+		if (!NameLockTry(tag, DLOCK_LOCK_HANDOVER))
+		{
+			NameLockGiveBack(tag, DLOCK_LOCK_STATE);
+			return ACQUIRE_CHECKED;
+		}
+		/* AcquireUnderStateLock takes it again. */
+		NameLockGiveBack(tag, DLOCK_LOCK_HANDOVER);
+	}
+	return AcquireUnderStateLock(fcinfo, rels, name, tag, owner, lease, &now,
+								 token);
+}
+
+/*
+ * Would waiting for this lease be waiting for ourselves?  A lease this very
+ * transaction holds cannot change hands before the transaction ends: say
+ * busy at once then, unless it expires before the deadline.
+ */
+static bool
+WaitingForSelf(const DlockLease *lease, TimestampTz now, TimestampTz deadline)
+{
+	return LeaseIsHeld(lease, now) && lease->mine &&
+		lease->expires_at >= deadline;
+}
+
+/*
+ * One look at the lease by the head of the queue, and what follows from it:
+ * take it (true, *token set), or sleep until it may have changed (false).
+ * *done is set when the wait is over without a lease.
+ */
+static bool
+HeadTakesTurn(FunctionCallInfo fcinfo, text *name, const LOCKTAG *tag,
+			  const char *owner, const DlockWait *w, int64 *token,
+			  bool *done)
+{
+	const DlockRelations *rels;
+	DlockLease	lease;
+	TimestampTz now;
+	AcquireResult result;
+
+	/* Before the look: a wake-up from now on ends the next sleep at once. */
+	ResetLatch(MyLatch);
+	now = GetCurrentTimestamp();
+	/* Looked up again: DROP EXTENSION may have come meanwhile. */
+	rels = DlockGetRelations(fcinfo);
+	LeaseFetch(rels, name, &lease);
+
+	if (LeaseIsHeld(&lease, now) && !IsOwnerRenewal(&lease, owner))
+	{
+		if (now >= w->deadline || WaitingForSelf(&lease, now, w->deadline))
+			*done = true;
+		else
+			WaitForLeaseChange(w, Min(lease.expires_at, w->deadline));
+		return false;
+	}
+
+	/*
+	 * Free (or ours to renew): the name's state lock decides.  If an open
+	 * transaction holds it, wait for that transaction in the lock manager,
+	 * where the deadlock detector sees the wait.
+	 */
+	if (NameLockTry(tag, DLOCK_LOCK_STATE) ||
+		WaitForNameLock(tag, DLOCK_LOCK_STATE, w))
+		result = AcquireAsHead(fcinfo, rels, name, tag, owner, &lease, token);
+	else
+	{
+		*done = true;			/* the deadline came first */
+		return false;
+	}
+	if (result == ACQUIRE_DONE)
+		return true;
+	if (result == ACQUIRE_CHECKED)
+	{
+		/* Wait for the checking transaction to end, then look again. */
+		if (WaitForNameLock(tag, DLOCK_LOCK_HANDOVER, w))
+			NameLockGiveBack(tag, DLOCK_LOCK_HANDOVER);
+		else
+			*done = true;
+	}
+	return false;
+}
+
+/*
+ * Wait in the name's queue until this backend gets the lease or its
+ * deadline passes: the token, or 0.  The queue lock is given back as soon
+ * as the wait is over, so the next in line moves up at once (its head look
+ * then waits for this transaction's state lock, if it took the lease).
+ */
+static int64
+AcquireWaiting(FunctionCallInfo fcinfo, text *name, const LOCKTAG *tag,
+			   const char *owner, const DlockWait *w)
+{
+	LOCKTAG		queue_tag;
+	int64		token = 0;
+	bool		done = false;
+	MemoryContext callcxt = CurrentMemoryContext;
+	MemoryContext turncxt;
+
+	NameQueueTag(tag, &queue_tag);
+	if (!WaitQueueJoin(&queue_tag, w))
+		return 0;
+
+	/* What one turn allocates is freed before the next. */
+	turncxt = AllocSetContextCreate(callcxt, "dlock_acquire",
+									ALLOCSET_SMALL_SIZES);
+	MemoryContextSwitchTo(turncxt);
+	while (!done)
+	{
+		MemoryContextReset(turncxt);
+		if (HeadTakesTurn(fcinfo, name, tag, owner, w, &token, &done))
+			break;
+	}
+	MemoryContextSwitchTo(callcxt);
+	MemoryContextDelete(turncxt);
+	WaitQueueLeave(&queue_tag);
+	return token;
+}
+
+/*
+ * Acquire the lease called name for ttl (argument 1 of fcinfo), waiting up
+ * to wait_usecs: a new token if it was free, the same token if owner renews
+ * its own lease, 0 if still busy.  The busy path (held, wait = 0) is one
+ * index lookup: no dlock lock, no memory context, no transaction ID.
+ */
+int64
+LeaseAcquire(FunctionCallInfo fcinfo, text *name, int64 wait_usecs,
+			 const char *owner)
+{
+	const DlockRelations *rels = DlockGetRelations(fcinfo);
+	DlockWait	w;
+	LOCKTAG		tag;
+	LOCKTAG		queue_tag;
+	DlockLease	lease;
+	int64		token = 0;
+
+	w.start = GetCurrentTimestamp();
+	w.deadline = w.start + wait_usecs;
+	LeaseFetch(rels, name, &lease);
+
+	if (LeaseIsHeld(&lease, w.start))
+	{
+		if (IsOwnerRenewal(&lease, owner))
+		{
+			NameLockTag(name, &tag);
+			if (NameLockTry(&tag, DLOCK_LOCK_STATE) &&
+				AcquireUnderStateLock(fcinfo, rels, name, &tag, owner, &lease,
+									  &w.start, &token) == ACQUIRE_DONE)
+				return token;
+		}
+		if (wait_usecs == 0 || WaitingForSelf(&lease, w.start, w.deadline))
+			return 0;
+	}
+	else if (wait_usecs == 0)
+	{
+		/* A free lease goes to those who already wait for it. */
+		NameLockTag(name, &tag);
+		NameQueueTag(&tag, &queue_tag);
+		if (NameHasWaiters(&queue_tag) ||
+			!NameLockTry(&tag, DLOCK_LOCK_STATE) ||
+			AcquireUnderStateLock(fcinfo, rels, name, &tag, owner, &lease,
+								  &w.start, &token) != ACQUIRE_DONE)
+			return 0;
+		return token;
+	}
+	NameLockTag(name, &tag);
+	return AcquireWaiting(fcinfo, name, &tag, owner, &w);
+}
