@@ -224,6 +224,15 @@ WaitForNameLock(const LOCKTAG *tag, LOCKMODE mode, const DlockWait *w)
 								 PGC_S_SESSION, GUC_ACTION_SAVE, true, 0,
 								 false);
 		(void) LockAcquire(tag, mode, false, false);
+
+		/*
+		 * The lock_timeout timer may fire just as the lock is granted: the
+		 * lock manager then keeps the timeout's cancel pending (ProcSleep,
+		 * keep_indicator), and it would be raised at the next interrupt
+		 * check, outside this block, as a 55P03 the caller never asked for.
+		 * Take it here, where the deadline's 55P03 is caught.
+		 */
+		CHECK_FOR_INTERRUPTS();
 		AtEOXact_GUC(true, nestlevel);
 		ReleaseCurrentSubTransaction();
 		MemoryContextSwitchTo(oldcxt);
