@@ -26,6 +26,10 @@ here=$(cd "$(dirname "$0")" && pwd)
 if [ "${DLOCK_BENCH_ONLY:-}" = fence ]; then
 	exec bash "$here/fence.sh"
 fi
+# DLOCK_BENCH_ONLY=wait: only the waiting benchmark (wait.py).
+if [ "${DLOCK_BENCH_ONLY:-}" = wait ]; then
+	exec /usr/bin/python3 "$here/wait.py" ${DLOCK_BENCH_QUICK:+--quick}
+fi
 # DLOCK_BENCH_ONLY=events: only the cost of lease events (events.sh).
 if [ "${DLOCK_BENCH_ONLY:-}" = events ]; then
 	exec bash "$here/events.sh"
