@@ -96,9 +96,6 @@ EXPIRED = "The lease expired."
 NEWER = "The lock has since been acquired with a newer token."
 
 
-def us(expr):
-    return f"(extract(epoch FROM {expr}) * 1000000)::bigint"
-
 
 SCHEMA = f"""
 CREATE EXTENSION dlock;
@@ -116,12 +113,12 @@ CREATE TABLE ledger_commit (
     client       text NOT NULL,
     cseq         integer NOT NULL,
     commit_order bigint NOT NULL DEFAULT nextval('ledger_commit_order'),
-    commit_us    bigint NOT NULL DEFAULT {us("clock_timestamp()")},
+    commit_us    bigint NOT NULL DEFAULT {ledger.us("clock_timestamp()")},
     PRIMARY KEY (client, cseq)
 );
 CREATE FUNCTION ledger_stamp() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
-    NEW.written_us := {us("clock_timestamp()")};
+    NEW.written_us := {ledger.us("clock_timestamp()")};
     RETURN NEW;
 END $$;
 CREATE FUNCTION ledger_commit_stamp() RETURNS trigger LANGUAGE plpgsql AS $$
@@ -494,7 +491,7 @@ class Client:
                 if token is None:
                     return None
                 acquired_us, expires_us = self.conn.execute(
-                    f"SELECT {us('acquired_at')}, {us('expires_at')}"
+                    f"SELECT {ledger.us('acquired_at')}, {ledger.us('expires_at')}"
                     " FROM dlock_leases WHERE name = %s", (name,)).fetchone()
         except psycopg.OperationalError as e:
             self.broken("acquire", name=name, error=str(e).strip()[:200])

@@ -28,6 +28,12 @@ import json
 import sys
 
 
+def us(expr):
+    """SQL for a timestamptz as integer microseconds since the epoch: the
+    clock the ledgers are stamped with."""
+    return f"(extract(epoch FROM {expr}) * 1000000)::bigint"
+
+
 class Tap:
     """TAP lines for a list of checks; failed counts the "not ok" ones."""
 
@@ -49,6 +55,7 @@ class Tap:
             print(f"ok {self.n} - {desc}")
         for n in notes:
             print(f"#   {n}")
+        sys.stdout.flush()
         return not problems
 
 

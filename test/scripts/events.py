@@ -54,29 +54,14 @@ import time
 import psycopg
 from psycopg import sql
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+from ledger import Tap  # noqa: E402  (the TAP lines of every Python suite)
+
 DB = os.environ.get("DLOCK_EVENTS_DB", "dlock_events")
 APP = "regress_dlock_events_app"
 OTHER = "regress_dlock_events_other"
 KEYS_OWNER = ["lock", "event", "token", "owner"]
 KEYS_ANON = ["lock", "event", "token"]
-
-
-class Tap:
-    def __init__(self):
-        self.n = 0
-        self.failed = 0
-
-    def check(self, desc, problems):
-        self.n += 1
-        if problems:
-            self.failed += 1
-            print(f"not ok {self.n} - {desc}")
-            for p in problems[:10]:
-                for line in str(p).splitlines() or [""]:
-                    print(f"#   {line}")
-        else:
-            print(f"ok {self.n} - {desc}")
-        sys.stdout.flush()
 
 
 def connect(user=None, db=DB):

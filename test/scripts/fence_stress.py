@@ -81,7 +81,7 @@ from psycopg.rows import dict_row
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
 from ledger import (Tap, duplicate_tokens, ledger_matches,  # noqa: E402
                     leases_never_overlapped, no_write_after_later_acquire,
-                    tokens_never_go_back)
+                    tokens_never_go_back, us)
 
 DB = os.environ.get("DLOCK_STRESS_DB", "dlock_stress")
 CLIENTS = int(os.environ.get("DLOCK_STRESS_CLIENTS", "10"))
@@ -125,10 +125,6 @@ NO_TOKEN = {
 }
 NEWER = "The lock has since been acquired with a newer token."
 
-
-def us(expr):
-    """SQL for a timestamptz as integer microseconds since the epoch."""
-    return f"(extract(epoch FROM {expr}) * 1000000)::bigint"
 
 
 SCHEMA = f"""

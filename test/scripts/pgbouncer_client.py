@@ -55,7 +55,7 @@ from psycopg import sql
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
 from ledger import (Tap, duplicate_tokens, ledger_matches,  # noqa: E402
                     leases_never_overlapped, no_write_after_later_acquire,
-                    tokens_never_go_back)
+                    tokens_never_go_back, us)
 
 DB = os.environ.get("DLOCK_PGB_DB", "dlock_pgbouncer")
 PGB_HOST = os.environ.get("DLOCK_PGB_HOST", "127.0.0.1")
@@ -80,9 +80,6 @@ MIN_HOLDERS_PER_NAME = 20
 EXPIRED = "The lease expired."
 NEWER = "The lock has since been acquired with a newer token."
 
-
-def us(expr):
-    return f"(extract(epoch FROM {expr}) * 1000000)::bigint"
 
 
 def schema():
