@@ -119,6 +119,29 @@ FenceFetchLease(const DlockRelations *rels, text *name, const LOCKTAG *tag,
 }
 
 /*
+ * Read the lease of name (whose key is tag) and say whether token holds it
+ * unexpired; *lease and *now are left as decided on.  Before a no, read
+ * again while no change can be in progress (under the name's state lock,
+ * given back at once): a check lock does not keep the holder from renewing
+ * or releasing meanwhile, and an index scan that races a non-HOT update can
+ * miss both row versions.
+ */
+static bool
+FenceLeaseHeldBy(const DlockRelations *rels, text *name, const LOCKTAG *tag,
+				 int64 token, DlockLease *lease, TimestampTz *now)
+{
+	FenceFetchLease(rels, name, tag, lease);
+	*now = GetCurrentTimestamp();
+	if (LeaseIsHeld(lease, *now) && lease->token == token)
+		return true;
+	NameLockWait(tag, DLOCK_LOCK_STATE);
+	LeaseFetch(rels, name, lease);
+	NameLockGiveBack(tag, DLOCK_LOCK_STATE);
+	*now = GetCurrentTimestamp();
+	return LeaseIsHeld(lease, *now) && lease->token == token;
+}
+
+/*
  * Is token the current unexpired holder of the lease?  On true, the lease
  * cannot change hands until this transaction ends.  With raise, a false
  * becomes an LK001 error.
@@ -142,22 +165,7 @@ FenceCheck(const DlockRelations *rels, text *name, int64 token, bool raise)
 	taken = !CheckLockHeld(&tag);
 	if (taken)
 		NameLockWait(&tag, DLOCK_LOCK_CHECK);
-	FenceFetchLease(rels, name, &tag, &lease);
-	now = GetCurrentTimestamp();
-	if (LeaseIsHeld(&lease, now) && lease.token == token)
-		return FenceVouch(&tag, &lease, name, taken);
-
-	/*
-	 * The check lock does not keep the holder from renewing or releasing
-	 * meanwhile, and an index scan that races a non-HOT update can miss
-	 * both row versions.  Before saying no, read again while no change can
-	 * be in progress.
-	 */
-	NameLockWait(&tag, DLOCK_LOCK_STATE);
-	LeaseFetch(rels, name, &lease);
-	NameLockGiveBack(&tag, DLOCK_LOCK_STATE);
-	now = GetCurrentTimestamp();
-	if (LeaseIsHeld(&lease, now) && lease.token == token)
+	if (FenceLeaseHeldBy(rels, name, &tag, token, &lease, &now))
 		return FenceVouch(&tag, &lease, name, taken);
 
 	if (taken)
@@ -184,23 +192,9 @@ FenceRemaining(const DlockRelations *rels, text *name, int64 token,
 	TimestampTz now;
 	Interval   *left;
 
-	LeaseFetch(rels, name, &lease);
-	now = GetCurrentTimestamp();
-	if (!LeaseIsHeld(&lease, now) || lease.token != token)
-	{
-		/*
-		 * An index scan that races a non-HOT update can miss both row
-		 * versions (see FenceCheck): before saying no, read again while no
-		 * change can be in progress, and give the lock back at once.
-		 */
-		NameLockTag(name, &tag);
-		NameLockWait(&tag, DLOCK_LOCK_STATE);
-		LeaseFetch(rels, name, &lease);
-		NameLockGiveBack(&tag, DLOCK_LOCK_STATE);
-		now = GetCurrentTimestamp();
-		if (!LeaseIsHeld(&lease, now) || lease.token != token)
-			return false;
-	}
+	NameLockTag(name, &tag);
+	if (!FenceLeaseHeldBy(rels, name, &tag, token, &lease, &now))
+		return false;
 	if (!LeaseCallerActsForHolder(&lease))
 		DlockDenyHolder(&lease, name, "check");
 	left = DatumGetIntervalP(DirectFunctionCall2(timestamp_mi,
