@@ -245,7 +245,8 @@ AcquireWaiting(FunctionCallInfo fcinfo, text *name, const LOCKTAG *tag,
  * Acquire the lease called name for ttl (argument 1 of fcinfo), waiting up
  * to wait_usecs: a new token if it was free, the same token if owner renews
  * its own lease, 0 if still busy.  The busy path (held, wait = 0) is one
- * index lookup: no dlock lock, no memory context, no transaction ID.
+ * read of the lease row (by its remembered address, see lease.c): no dlock
+ * lock, no memory context, no transaction ID.
  */
 int64
 LeaseAcquire(FunctionCallInfo fcinfo, text *name, int64 wait_usecs,

@@ -221,9 +221,6 @@ extern char *DlockOwnerArg(FunctionCallInfo fcinfo, int argno);
 /* lease.c */
 extern void LeaseFetch(const DlockRelations *rels, text *name,
 					   DlockLease *lease);
-extern bool LeaseFetchAt(const DlockRelations *rels, text *name,
-						 ItemPointer tid, Buffer *recent_buffer,
-						 DlockLease *lease);
 extern void LeaseFetchForUpdate(const DlockRelations *rels, text *name,
 								DlockLease *lease);
 extern Oid	LeaseHolder(const DlockLease *lease);

@@ -75,50 +75,6 @@ FenceVouch(const LOCKTAG *tag, const DlockLease *lease, text *name,
 }
 
 /*
- * Where the lease row of a name was last found, per backend: a small table
- * indexed by the name's hash (the locktag's fields 2 and 3).  An entry is
- * only a hint: LeaseFetchAt reads the row version at that address and takes
- * it only if it is the name's lease and the version SnapshotSelf sees;
- * anything else (a renewal or release moved the row, cleanup deleted it,
- * VACUUM FULL or a TRUNCATE rewrote the table, another name's row, another
- * lease table after DROP and CREATE EXTENSION) falls back to the index
- * lookup, which refreshes the entry.  Every check still reads the row.
- */
-#define FENCE_ROW_CACHE_SIZE	64
-
-typedef struct FenceRowCacheEntry
-{
-	Oid			lease_table;	/* InvalidOid: empty */
-	uint32		key_high;
-	uint32		key_low;
-	ItemPointerData tid;
-	Buffer		recent_buffer;	/* the buffer that last held it, if known */
-} FenceRowCacheEntry;
-
-static FenceRowCacheEntry fence_row_cache[FENCE_ROW_CACHE_SIZE];
-
-/* LeaseFetch, by the row's last known address when there is one. */
-static void
-FenceFetchLease(const DlockRelations *rels, text *name, const LOCKTAG *tag,
-				DlockLease *lease)
-{
-	FenceRowCacheEntry *e =
-		&fence_row_cache[tag->locktag_field3 % FENCE_ROW_CACHE_SIZE];
-
-	if (e->lease_table == rels->lease_table &&
-		e->key_high == tag->locktag_field2 &&
-		e->key_low == tag->locktag_field3 &&
-		LeaseFetchAt(rels, name, &e->tid, &e->recent_buffer, lease))
-		return;
-	LeaseFetch(rels, name, lease);
-	e->lease_table = lease->found ? rels->lease_table : InvalidOid;
-	e->key_high = tag->locktag_field2;
-	e->key_low = tag->locktag_field3;
-	e->tid = lease->tid;
-	e->recent_buffer = InvalidBuffer;
-}
-
-/*
  * Read the lease of name (whose key is tag) and say whether token holds it
  * unexpired; *lease and *now are left as decided on.  Before a no, read
  * again while no change can be in progress (under the name's state lock,
@@ -130,7 +86,7 @@ static bool
 FenceLeaseHeldBy(const DlockRelations *rels, text *name, const LOCKTAG *tag,
 				 int64 token, DlockLease *lease, TimestampTz *now)
 {
-	FenceFetchLease(rels, name, tag, lease);
+	LeaseFetch(rels, name, lease);
 	*now = GetCurrentTimestamp();
 	if (LeaseIsHeld(lease, *now) && lease->token == token)
 		return true;

@@ -38,6 +38,7 @@
 #include "access/xact.h"
 #include "access/xlog.h"
 #include "catalog/pg_authid.h"
+#include "common/hashfn.h"
 #include "executor/executor.h"
 #include "miscadmin.h"
 #include "storage/bufmgr.h"
@@ -110,7 +111,152 @@ LeaseFromTuple(Relation rel, HeapTuple tuple, const DlockRelations *rels,
 	}
 }
 
-/* Look the lease called name up in rel, opened by the caller. */
+/*
+ * Where the lease row of a name was last seen, per backend: a small table
+ * indexed by a hash of the name, filled by every index lookup and every
+ * write.  An entry is only a hint: LeaseLookupCached reads the row version
+ * at that address and takes it only if it is the name's lease and the
+ * version SnapshotSelf sees, which is then the one the index lookup would
+ * find (under the unique index, a name has one such version at a time).
+ * Anything else (another backend's change moved the row, cleanup deleted
+ * it, VACUUM FULL, TRUNCATE or VACUUM's truncation rewrote or shrank the
+ * table, another name's row, another lease table after DROP and CREATE
+ * EXTENSION) falls back to the index lookup, which refreshes the entry.
+ *
+ * The page is read only through the buffer that held it last time
+ * (ReadRecentBuffer): if that buffer no longer holds the page, the page is
+ * not known to exist without a system call, and the index is used.  So a
+ * repeated look at the same name (a busy acquire, a check, the release of a
+ * lease this backend acquired, the write after a look under the state lock)
+ * costs no index descent.
+ */
+#define LEASE_ROW_CACHE_SIZE	64
+
+typedef struct LeaseRowCacheEntry
+{
+	Oid			lease_table;	/* InvalidOid: empty */
+	uint32		hash;			/* of the name */
+	ItemPointerData tid;		/* the row version last seen */
+	Buffer		buffer;			/* the buffer that held it then, if known */
+} LeaseRowCacheEntry;
+
+static LeaseRowCacheEntry lease_row_cache[LEASE_ROW_CACHE_SIZE];
+
+/* The cache entry of name, and the name's hash. */
+static LeaseRowCacheEntry *
+LeaseRowCacheEntryOf(text *name, uint32 *hash)
+{
+	*hash = hash_bytes((const unsigned char *) VARDATA_ANY(name),
+					   VARSIZE_ANY_EXHDR(name));
+	return &lease_row_cache[*hash % LEASE_ROW_CACHE_SIZE];
+}
+
+/* Remember where the lease called name (hash) was seen; tid NULL: nowhere. */
+static void
+LeaseRowCacheRemember(LeaseRowCacheEntry *e, Oid lease_table, uint32 hash,
+					  ItemPointer tid, Buffer buffer)
+{
+	if (tid == NULL)
+	{
+		e->lease_table = InvalidOid;
+		return;
+	}
+	e->lease_table = lease_table;
+	e->hash = hash;
+	e->tid = *tid;
+	e->buffer = buffer;
+}
+
+/*
+ * After a write by this transaction (which holds a lock on the table that
+ * keeps it from shrinking): the name's new row version is at tid.  Its
+ * buffer is the old version's if the page is the same (a HOT update), else
+ * looked up once here (a buffer lookup, much cheaper than an index descent).
+ */
+static void
+LeaseRemember(Relation rel, text *name, ItemPointer tid)
+{
+	uint32		hash;
+	LeaseRowCacheEntry *e = LeaseRowCacheEntryOf(name, &hash);
+	Buffer		buffer;
+
+	if (e->lease_table == RelationGetRelid(rel) && e->hash == hash &&
+		BufferIsValid(e->buffer) &&
+		ItemPointerGetBlockNumber(&e->tid) == ItemPointerGetBlockNumber(tid))
+		buffer = e->buffer;
+	else
+	{
+		buffer = ReadBuffer(rel, ItemPointerGetBlockNumber(tid));
+		ReleaseBuffer(buffer);
+	}
+	LeaseRowCacheRemember(e, RelationGetRelid(rel), hash, tid, buffer);
+}
+
+/*
+ * Fill *lease from the row version at the address the cache entry gives:
+ * true if that version is the lease called name and SnapshotSelf sees it,
+ * false (nothing filled) if not, or if the page is not in the buffer that
+ * last held it.
+ */
+static bool
+LeaseLookupCached(const DlockRelations *rels, Relation rel, text *name,
+				  const LeaseRowCacheEntry *e, uint32 hash, DlockLease *lease)
+{
+	Buffer		buf = e->buffer;
+	HeapTuple	copy = NULL;
+	Page		page;
+	OffsetNumber off;
+	bool		isnull;
+	Datum		rowname;
+	bool		found = false;
+
+	if (e->lease_table != RelationGetRelid(rel) || e->hash != hash ||
+		!BufferIsValid(buf) ||
+		!ReadRecentBuffer(DlockRelFileLocator(rel), MAIN_FORKNUM,
+						  ItemPointerGetBlockNumber(&e->tid), buf))
+		return false;
+
+	/* What heap_fetch does, on the page pinned already. */
+	LockBuffer(buf, BUFFER_LOCK_SHARE);
+	page = BufferGetPage(buf);
+	off = ItemPointerGetOffsetNumber(&e->tid);
+	if (off >= FirstOffsetNumber && off <= PageGetMaxOffsetNumber(page))
+	{
+		ItemId		lp = PageGetItemId(page, off);
+
+		if (ItemIdIsNormal(lp))
+		{
+			HeapTupleData tuple;
+
+			tuple.t_data = (HeapTupleHeader) PageGetItem(page, lp);
+			tuple.t_len = ItemIdGetLength(lp);
+			tuple.t_tableOid = RelationGetRelid(rel);
+			tuple.t_self = e->tid;
+			if (HeapTupleSatisfiesVisibility(&tuple, SnapshotSelf, buf))
+				copy = heap_copytuple(&tuple);
+		}
+	}
+	LockBuffer(buf, BUFFER_LOCK_UNLOCK);
+	ReleaseBuffer(buf);
+
+	if (copy == NULL)
+		return false;
+	rowname = heap_getattr(copy, Anum_dlock_lease_name, RelationGetDescr(rel),
+						   &isnull);
+	if (!isnull && DlockNamesEqual(DatumGetTextPP(rowname), name))
+	{
+		memset(lease, 0, sizeof(DlockLease));
+		LeaseFromTuple(rel, copy, rels, lease);
+		found = true;
+	}
+	heap_freetuple(copy);
+	return found;
+}
+
+/*
+ * Look the lease called name up in rel, opened by the caller: at its last
+ * known address, else by the index.
+ */
 static void
 LeaseLookup(const DlockRelations *rels, Relation rel, text *name,
 			DlockLease *lease)
@@ -118,6 +264,11 @@ LeaseLookup(const DlockRelations *rels, Relation rel, text *name,
 	ScanKeyData key;
 	SysScanDesc scan;
 	HeapTuple	tuple;
+	uint32		hash;
+	LeaseRowCacheEntry *e = LeaseRowCacheEntryOf(name, &hash);
+
+	if (LeaseLookupCached(rels, rel, name, e, hash, lease))
+		return;
 
 	memset(lease, 0, sizeof(DlockLease));
 	ScanKeyInit(&key, Anum_dlock_lease_name, BTEqualStrategyNumber,
@@ -126,7 +277,15 @@ LeaseLookup(const DlockRelations *rels, Relation rel, text *name,
 							  1, &key);
 	tuple = systable_getnext(scan);
 	if (HeapTupleIsValid(tuple))
+	{
 		LeaseFromTuple(rel, tuple, rels, lease);
+		LeaseRowCacheRemember(e, RelationGetRelid(rel), hash, &lease->tid,
+							  TTS_IS_BUFFERTUPLE(scan->slot) ?
+							  ((BufferHeapTupleTableSlot *) scan->slot)->buffer :
+							  InvalidBuffer);
+	}
+	else if (e->hash == hash)
+		LeaseRowCacheRemember(e, InvalidOid, hash, NULL, InvalidBuffer);
 	systable_endscan(scan);
 }
 
@@ -333,6 +492,7 @@ LeaseStore(const DlockRelations *rels, text *name, DlockLease *lease)
 
 	lease->found = true;
 	lease->tid = slot->tts_tid;
+	LeaseRemember(rel, name, &lease->tid);
 
 	ExecCloseIndices(rri);
 	ExecResetTupleTable(estate->es_tupleTable, false);
@@ -514,64 +674,4 @@ DlockDenyHolder(const DlockLease *lease, text *name, const char *action)
 				 rolname ?
 				 errdetail("The lease is held by role \"%s\"; only that role and its members may vouch for its token.", rolname) :
 				 errdetail("The lease is held by a role that no longer exists.")));
-}
-
-/*
- * LeaseFetch by the address where an earlier lookup found the lease called
- * name (fence.c remembers them): true, with *lease filled, if the row
- * version at tid is that lease's and is the one SnapshotSelf sees, which is
- * then the one the index lookup would find (a name has one such version at
- * a time); false if not (the row was changed, deleted or moved since, or the
- * page is gone), and the caller looks the name up by the index.  Like
- * LeaseFetch, the row is only looked at.
- *
- * The page must exist: the table lock, held while it is read, keeps the
- * table from shrinking meanwhile, and the page is known to exist if the
- * buffer that held it last time (*recent_buffer) still holds it (pinning it
- * costs no system call), else if it is below the table's end.  On true,
- * *recent_buffer is the buffer that held the row.
- */
-bool
-LeaseFetchAt(const DlockRelations *rels, text *name, ItemPointer tid,
-			 Buffer *recent_buffer, DlockLease *lease)
-{
-	Relation	rel = DlockOpenLeaseTable(rels, AccessShareLock);
-	BlockNumber blkno = ItemPointerGetBlockNumber(tid);
-	Buffer		pinned = InvalidBuffer;
-	bool		found = false;
-
-	if (BufferIsValid(*recent_buffer) &&
-		ReadRecentBuffer(DlockRelFileLocator(rel), MAIN_FORKNUM, blkno,
-						 *recent_buffer))
-		pinned = *recent_buffer;
-	if (BufferIsValid(pinned) || blkno < RelationGetNumberOfBlocks(rel))
-	{
-		TupleTableSlot *slot = table_slot_create(rel, NULL);
-
-		if (table_tuple_fetch_row_version(rel, tid, SnapshotSelf, slot))
-		{
-			bool		should_free;
-			bool		isnull;
-			HeapTuple	tuple = ExecFetchSlotHeapTuple(slot, false,
-													   &should_free);
-			Datum		rowname = heap_getattr(tuple, Anum_dlock_lease_name,
-											   RelationGetDescr(rel), &isnull);
-
-			if (!isnull && DlockNamesEqual(DatumGetTextPP(rowname), name))
-			{
-				memset(lease, 0, sizeof(DlockLease));
-				LeaseFromTuple(rel, tuple, rels, lease);
-				found = true;
-				if (TTS_IS_BUFFERTUPLE(slot))
-					*recent_buffer = ((BufferHeapTupleTableSlot *) slot)->buffer;
-			}
-			if (should_free)
-				heap_freetuple(tuple);
-		}
-		ExecDropSingleTupleTableSlot(slot);
-	}
-	if (BufferIsValid(pinned))
-		ReleaseBuffer(pinned);
-	table_close(rel, AccessShareLock);
-	return found;
 }
