@@ -16,6 +16,7 @@
 #   assert   SELECT dlock_assert(...); UPDATE plain ...  (the declaration)
 #   fenced   SELECT dlock_assert(...); UPDATE fenced ... (declaration + trigger)
 #   check    UPDATE plain ... AND dlock_check(...)
+#   floor    SELECT 1; UPDATE noop ...  (a BEFORE UPDATE trigger doing no work)
 #
 # Usage: PG_CONFIG=... bash test/bench/fence_instructions.sh (dlock installed
 # into that PostgreSQL).
@@ -44,9 +45,13 @@ CREATE EXTENSION dlock;
 CREATE TABLE fenced (id int PRIMARY KEY, v int NOT NULL, token bigint);
 CREATE TRIGGER fenced_fence BEFORE INSERT OR UPDATE OR DELETE ON fenced FOR EACH ROW EXECUTE FUNCTION dlock_fence('bench', 'token');
 CREATE TABLE plain (id int PRIMARY KEY, v int NOT NULL, token bigint);
+CREATE TABLE noop (id int PRIMARY KEY, v int NOT NULL, token bigint);
+CREATE TRIGGER noop_trigger BEFORE UPDATE ON noop FOR EACH ROW EXECUTE FUNCTION suppress_redundant_updates_trigger();
 COPY (SELECT dlock_acquire('bench', '1 day')) TO '$work/token';
 INSERT INTO fenced SELECT i, 0, (SELECT token FROM dlock_leases WHERE name = 'bench') FROM generate_series(1, 1000) i;
 INSERT INTO plain SELECT * FROM fenced;
+INSERT INTO noop SELECT * FROM fenced;
+VACUUM ANALYZE noop;
 VACUUM ANALYZE fenced;
 VACUUM ANALYZE plain;
 SETUP
@@ -58,6 +63,7 @@ declare -A stmt=(
 	[select1]="SELECT 1; UPDATE plain SET v = v + 1 WHERE id = %d;"
 	[assert]="SELECT dlock_assert('bench', $tok); UPDATE plain SET v = v + 1 WHERE id = %d;"
 	[fenced]="SELECT dlock_assert('bench', $tok); UPDATE fenced SET v = v + 1 WHERE id = %d;"
+	[floor]="SELECT 1; UPDATE noop SET v = v + 1 WHERE id = %d;"
 	[check]="UPDATE plain SET v = v + 1 WHERE id = %d AND dlock_check('bench', $tok);"
 )
 count() {
@@ -75,7 +81,7 @@ count() {
 }
 
 echo "instructions per transaction (callgrind, postgres --single, fsync off):"
-for who in plain select1 assert fenced check; do
+for who in plain select1 assert fenced check floor; do
 	a=$(count "$who" 200) && b=$(count "$who" 1200) || exit 1
 	awk -v w="$who" -v a="$a" -v b="$b" 'BEGIN { printf "  %-8s %6.1fk\n", w, (b - a) / 1000 / 1000 }'
 done
