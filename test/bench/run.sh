@@ -14,7 +14,9 @@
 # DLOCK_BENCH_QUICK=1 (1 s runs, 1 round, 10^4 names at most: a smoke test),
 # DLOCK_BENCH_ONLY=ratios (only the 10^3-name cases the targets are stated
 # in, without the waiting, profile and churn benchmarks: for a before/after
-# comparison of two builds).
+# comparison of two builds), DLOCK_BENCH_ONLY=instructions (only the
+# instruction counts of instructions.sh and fence_instructions.sh, which
+# load does not move; they also end a full run).
 #
 # Contenders: dlock, the hand-written SQL lease, advisory locks, and for the
 # uncontended pairs "floor": two one-row UPDATE transactions, the least that
@@ -34,6 +36,11 @@ fi
 # DLOCK_BENCH_ONLY=wait: only the waiting benchmark (wait.py).
 if [ "${DLOCK_BENCH_ONLY:-}" = wait ]; then
 	exec /usr/bin/python3 "$here/wait.py" ${DLOCK_BENCH_QUICK:+--quick}
+fi
+# DLOCK_BENCH_ONLY=instructions: only the instruction counts (valgrind).
+if [ "${DLOCK_BENCH_ONLY:-}" = instructions ]; then
+	bash "$here/instructions.sh" && bash "$here/fence_instructions.sh"
+	exit
 fi
 # DLOCK_BENCH_ONLY=events: only the cost of lease events (events.sh).
 if [ "${DLOCK_BENCH_ONLY:-}" = events ]; then
@@ -345,5 +352,10 @@ bash "$here/fence.sh"
 echo
 echo "lease events cost (test/bench/events.sh):"
 bash "$here/events.sh"
+
+echo
+echo "instruction counts (test/bench/instructions.sh, fence_instructions.sh):"
+bash "$here/instructions.sh"
+bash "$here/fence_instructions.sh"
 
 psql -X -q -d postgres -c "DROP DATABASE IF EXISTS $DB WITH (FORCE)"
