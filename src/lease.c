@@ -37,6 +37,7 @@
 #include "access/tableam.h"
 #include "access/xact.h"
 #include "access/xlog.h"
+#include "catalog/pg_am_d.h"
 #include "catalog/pg_authid.h"
 #include "common/hashfn.h"
 #include "executor/executor.h"
@@ -142,6 +143,13 @@ typedef struct LeaseRowCacheEntry
 
 static LeaseRowCacheEntry lease_row_cache[LEASE_ROW_CACHE_SIZE];
 
+/*
+ * Addresses are remembered and read only in a heap (the table's access
+ * method as created; a superuser could change it with ALTER TABLE ... SET
+ * ACCESS METHOD, whose row addresses need not be heap pages).
+ */
+#define LeaseRowCacheUsable(rel) ((rel)->rd_rel->relam == HEAP_TABLE_AM_OID)
+
 /* The cache entry of name, and the name's hash. */
 static LeaseRowCacheEntry *
 LeaseRowCacheEntryOf(text *name, uint32 *hash)
@@ -177,9 +185,12 @@ static void
 LeaseRemember(Relation rel, text *name, ItemPointer tid)
 {
 	uint32		hash;
-	LeaseRowCacheEntry *e = LeaseRowCacheEntryOf(name, &hash);
+	LeaseRowCacheEntry *e;
 	Buffer		buffer;
 
+	if (!LeaseRowCacheUsable(rel))
+		return;
+	e = LeaseRowCacheEntryOf(name, &hash);
 	if (e->lease_table == RelationGetRelid(rel) && e->hash == hash &&
 		BufferIsValid(e->buffer) &&
 		ItemPointerGetBlockNumber(&e->tid) == ItemPointerGetBlockNumber(tid))
@@ -210,7 +221,8 @@ LeaseLookupCached(const DlockRelations *rels, Relation rel, text *name,
 	Datum		rowname;
 	bool		found = false;
 
-	if (e->lease_table != RelationGetRelid(rel) || e->hash != hash ||
+	if (!LeaseRowCacheUsable(rel) ||
+		e->lease_table != RelationGetRelid(rel) || e->hash != hash ||
 		!BufferIsValid(buf) ||
 		!ReadRecentBuffer(DlockRelFileLocator(rel), MAIN_FORKNUM,
 						  ItemPointerGetBlockNumber(&e->tid), buf))
@@ -267,13 +279,19 @@ LeaseLookup(const DlockRelations *rels, Relation rel, text *name,
 	uint32		hash;
 	LeaseRowCacheEntry *e = LeaseRowCacheEntryOf(name, &hash);
 
+	/*
+	 * The primary key is what makes a remembered row version the name's
+	 * only one: without it, no lookup is answered, remembered or not.
+	 */
+	Oid			indexoid = DlockLeaseIndex(rel);
+
 	if (LeaseLookupCached(rels, rel, name, e, hash, lease))
 		return;
 
 	memset(lease, 0, sizeof(DlockLease));
 	ScanKeyInit(&key, Anum_dlock_lease_name, BTEqualStrategyNumber,
 				F_TEXTEQ, PointerGetDatum(name));
-	scan = systable_beginscan(rel, DlockLeaseIndex(rel), true, SnapshotSelf,
+	scan = systable_beginscan(rel, indexoid, true, SnapshotSelf,
 							  1, &key);
 	tuple = systable_getnext(scan);
 	if (HeapTupleIsValid(tuple))
