@@ -260,6 +260,7 @@ extern int64 LeaseAcquire(FunctionCallInfo fcinfo, text *name,
 
 /* wait.c */
 extern void WaitInit(void);
+extern uint64 NameHash(text *name);
 extern void NameLockTag(text *name, LOCKTAG *tag);
 extern void NameQueueTag(const LOCKTAG *tag, LOCKTAG *queue_tag);
 extern bool NameHasWaiters(const LOCKTAG *queue_tag);

@@ -39,7 +39,6 @@
 #include "access/xlog.h"
 #include "catalog/pg_am_d.h"
 #include "catalog/pg_authid.h"
-#include "common/hashfn.h"
 #include "executor/executor.h"
 #include "miscadmin.h"
 #include "storage/bufmgr.h"
@@ -136,7 +135,7 @@ LeaseFromTuple(Relation rel, HeapTuple tuple, const DlockRelations *rels,
 typedef struct LeaseRowCacheEntry
 {
 	Oid			lease_table;	/* InvalidOid: empty */
-	uint32		hash;			/* of the name */
+	uint64		hash;			/* of the name (NameHash) */
 	ItemPointerData tid;		/* the row version last seen */
 	Buffer		buffer;			/* the buffer that held it then, if known */
 } LeaseRowCacheEntry;
@@ -152,23 +151,17 @@ static LeaseRowCacheEntry lease_row_cache[LEASE_ROW_CACHE_SIZE];
 
 /* The cache entry of name, and the name's hash. */
 static LeaseRowCacheEntry *
-LeaseRowCacheEntryOf(text *name, uint32 *hash)
+LeaseRowCacheEntryOf(text *name, uint64 *hash)
 {
-	*hash = hash_bytes((const unsigned char *) VARDATA_ANY(name),
-					   VARSIZE_ANY_EXHDR(name));
+	*hash = NameHash(name);
 	return &lease_row_cache[*hash % LEASE_ROW_CACHE_SIZE];
 }
 
-/* Remember where the lease called name (hash) was seen; tid NULL: nowhere. */
+/* Remember where the lease called name (hash) was seen. */
 static void
-LeaseRowCacheRemember(LeaseRowCacheEntry *e, Oid lease_table, uint32 hash,
+LeaseRowCacheRemember(LeaseRowCacheEntry *e, Oid lease_table, uint64 hash,
 					  ItemPointer tid, Buffer buffer)
 {
-	if (tid == NULL)
-	{
-		e->lease_table = InvalidOid;
-		return;
-	}
 	e->lease_table = lease_table;
 	e->hash = hash;
 	e->tid = *tid;
@@ -184,7 +177,7 @@ LeaseRowCacheRemember(LeaseRowCacheEntry *e, Oid lease_table, uint32 hash,
 static void
 LeaseRemember(Relation rel, text *name, ItemPointer tid)
 {
-	uint32		hash;
+	uint64		hash;
 	LeaseRowCacheEntry *e;
 	Buffer		buffer;
 
@@ -211,7 +204,7 @@ LeaseRemember(Relation rel, text *name, ItemPointer tid)
  */
 static bool
 LeaseLookupCached(const DlockRelations *rels, Relation rel, text *name,
-				  const LeaseRowCacheEntry *e, uint32 hash, DlockLease *lease)
+				  const LeaseRowCacheEntry *e, uint64 hash, DlockLease *lease)
 {
 	Buffer		buf = e->buffer;
 	HeapTuple	copy = NULL;
@@ -276,7 +269,7 @@ LeaseLookup(const DlockRelations *rels, Relation rel, text *name,
 	ScanKeyData key;
 	SysScanDesc scan;
 	HeapTuple	tuple;
-	uint32		hash;
+	uint64		hash;
 	LeaseRowCacheEntry *e = LeaseRowCacheEntryOf(name, &hash);
 
 	/*
@@ -303,7 +296,7 @@ LeaseLookup(const DlockRelations *rels, Relation rel, text *name,
 							  InvalidBuffer);
 	}
 	else if (e->hash == hash)
-		LeaseRowCacheRemember(e, InvalidOid, hash, NULL, InvalidBuffer);
+		e->lease_table = InvalidOid;	/* the name has no row now */
 	systable_endscan(scan);
 }
 

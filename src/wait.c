@@ -56,6 +56,14 @@
 /* Queue locks to wake the head of when this transaction commits. */
 static List *wake_at_commit = NIL;
 
+/* The 64-bit hash of a lock name: its lock key, and its row cache slot. */
+uint64
+NameHash(text *name)
+{
+	return DatumGetUInt64(hash_any_extended((unsigned char *) VARDATA_ANY(name),
+											VARSIZE_ANY_EXHDR(name), 0));
+}
+
 /*
  * The key of a lock name: 64 bits of its hash in fields 2 and 3, the
  * database in field 1, and DLOCK_LOCKTAG_NAME in field 4, a value no SQL
@@ -64,9 +72,7 @@ static List *wake_at_commit = NIL;
 void
 NameLockTag(text *name, LOCKTAG *tag)
 {
-	uint64		hash = DatumGetUInt64(hash_any_extended((unsigned char *) VARDATA_ANY(name),
-														VARSIZE_ANY_EXHDR(name),
-														0));
+	uint64		hash = NameHash(name);
 
 	SET_LOCKTAG_ADVISORY(*tag, MyDatabaseId, (uint32) (hash >> 32),
 						 (uint32) hash, DLOCK_LOCKTAG_NAME);
