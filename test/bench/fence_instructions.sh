@@ -22,24 +22,7 @@
 # into that PostgreSQL).
 set -uo pipefail
 
-if ! command -v valgrind >/dev/null; then
-	echo "  valgrind is not installed: no instruction counts"
-	exit 0
-fi
-bindir=$("${PG_CONFIG:-pg_config}" --bindir) || exit 1
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
-as=()
-if [ "$(id -u)" = 0 ]; then
-	chown postgres "$work"
-	as=(runuser -u postgres --)
-fi
-single() {
-	"${as[@]}" "$@" "$bindir/postgres" --single -D "$work/data" -c fsync=off postgres
-}
-
-"${as[@]}" "$bindir/initdb" -D "$work/data" -A trust >"$work/initdb.log" 2>&1 ||
-	{ cat "$work/initdb.log" >&2; exit 1; }
+. "$(dirname "$0")/callgrind.sh"
 single >"$work/setup.log" 2>&1 <<SETUP
 CREATE EXTENSION dlock;
 CREATE TABLE fenced (id int PRIMARY KEY, v int NOT NULL, token bigint);
@@ -71,17 +54,11 @@ count() {
 	for ((i = 0; i < n; i++)); do
 		printf "${stmt[$who]}\n" $((i * 7919 % 1000 + 1))
 	done >"$work/in.sql"
-	single valgrind --tool=callgrind --callgrind-out-file=/dev/null \
-		<"$work/in.sql" >"$work/out.log" 2>"$work/vg.log"
-	if grep -q ERROR "$work/out.log"; then
-		grep -m1 ERROR "$work/out.log" >&2
-		return 1
-	fi
-	sed -n 's/.*Collected : \([0-9]*\).*/\1/p' "$work/vg.log"
+	collected
 }
 
 echo "instructions per transaction (callgrind, postgres --single, fsync off):"
 for who in plain select1 assert fenced check floor; do
 	a=$(count "$who" 200) && b=$(count "$who" 1200) || exit 1
-	awk -v w="$who" -v a="$a" -v b="$b" 'BEGIN { printf "  %-8s %6.1fk\n", w, (b - a) / 1000 / 1000 }'
+	printf '  %-8s %6.1fk\n' "$who" "$(per_run "$a" "$b")"
 done

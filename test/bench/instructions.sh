@@ -28,25 +28,7 @@
 # PostgreSQL).
 set -uo pipefail
 
-if ! command -v valgrind >/dev/null; then
-	echo "  valgrind is not installed: no instruction counts"
-	exit 0
-fi
-bindir=$("${PG_CONFIG:-pg_config}" --bindir) || exit 1
-work=$(mktemp -d)
-trap '[ -n "${DLOCK_KEEP:-}" ] || rm -rf "$work"' EXIT
-as=()
-if [ "$(id -u)" = 0 ]; then
-	chown postgres "$work"
-	as=(runuser -u postgres --)
-fi
-single() {
-	"${as[@]}" "$@" "$bindir/postgres" --single -D "$work/data" -c fsync=off \
-		-c max_prepared_transactions=2 postgres
-}
-
-"${as[@]}" "$bindir/initdb" -D "$work/data" -A trust >"$work/initdb.log" 2>&1 ||
-	{ cat "$work/initdb.log" >&2; exit 1; }
+. "$(dirname "$0")/callgrind.sh"
 single >"$work/setup.log" 2>&1 <<'SETUP'
 CREATE EXTENSION dlock;
 CREATE TABLE hand_lease (name text PRIMARY KEY, token bigint NOT NULL, owner text, expires_at timestamptz NOT NULL);
@@ -80,7 +62,7 @@ PREPARE r(int) AS UPDATE floor_pair SET v = v + 1 WHERE id = \$1;"
 	[select]="PREPARE a(int) AS SELECT \$1;"
 )
 count() {
-	local who=$1 n=$2 i k
+	local who=$1 n=$2 i k total
 	{
 		echo "${prep[$who]}"
 		for ((i = 0; i < n; i++)); do
@@ -89,18 +71,13 @@ count() {
 			case $who in *_pair) echo "EXECUTE r($k);" ;; esac
 		done
 	} >"$work/in.sql"
-	single valgrind --tool=callgrind --callgrind-out-file=/dev/null \
-		<"$work/in.sql" >"$work/out.log" 2>"$work/vg.log"
-	if grep -q ERROR "$work/out.log"; then
-		grep -m1 ERROR "$work/out.log" >&2
-		return 1
-	fi
+	total=$(collected) || return 1
 	# A busy case that got the lock measured the wrong thing.
 	if [ "${who%_busy}" != "$who" ] && grep -q 'busy = "f"' "$work/out.log"; then
 		echo "$who: the lock was free" >&2
 		return 1
 	fi
-	sed -n 's/.*Collected : \([0-9]*\).*/\1/p' "$work/vg.log"
+	echo "$total"
 }
 
 cases=("$@")
@@ -109,7 +86,7 @@ declare -A k
 echo "instructions per pair or attempt (callgrind, postgres --single, prepared):"
 for who in "${cases[@]}"; do
 	a=$(count "$who" 200) && b=$(count "$who" 1200) || exit 1
-	k[$who]=$(awk -v a="$a" -v b="$b" 'BEGIN { printf "%.1f", (b - a) / 1000 / 1000 }')
+	k[$who]=$(per_run "$a" "$b")
 	printf '  %-11s %7.1fk\n' "$who" "${k[$who]}"
 done
 if [ -n "${k[dlock_pair]:-}" ] && [ -n "${k[hand_pair]:-}" ]; then
