@@ -35,14 +35,19 @@ def us(expr):
 
 
 class Tap:
-    """TAP lines for a list of checks; failed counts the "not ok" ones."""
+    """TAP lines for a list of checks; failed counts the "not ok" ones.  A
+    check with skip prints "ok N - desc # SKIP skip" and does not fail."""
 
     def __init__(self):
         self.n = 0
         self.failed = 0
 
-    def check(self, desc, problems, notes=()):
+    def check(self, desc, problems, notes=(), skip=None):
         self.n += 1
+        if skip:
+            print(f"ok {self.n} - {desc} # SKIP {skip}")
+            sys.stdout.flush()
+            return True
         if problems:
             self.failed += 1
             print(f"not ok {self.n} - {desc}")

@@ -31,29 +31,12 @@ import time
 
 import psycopg
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+from ledger import Tap  # noqa: E402
+
 DB = os.environ.get("DLOCK_COLLISION_DB", "dlock_collision")
 PROMPT_S = 0.15
 NAMES = 300000
-
-
-class Tap:
-    def __init__(self):
-        self.n = 0
-        self.failed = 0
-
-    def check(self, desc, problems, notes=()):
-        self.n += 1
-        if problems:
-            self.failed += 1
-            print(f"not ok {self.n} - {desc}")
-            for p in problems[:10]:
-                for line in str(p).splitlines() or [""]:
-                    print(f"#   {line}")
-        else:
-            print(f"ok {self.n} - {desc}")
-        for note in notes:
-            print(f"#   {note}")
-        sys.stdout.flush()
 
 
 def connect(name):

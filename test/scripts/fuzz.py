@@ -96,6 +96,9 @@ from psycopg import sql
 from psycopg.adapt import Dumper
 from psycopg.pq import Format
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+from ledger import Tap  # noqa: E402
+
 DB = os.environ.get("DLOCK_FUZZ_DB", "dlock_fuzz")
 CALLS = int(os.environ.get("DLOCK_FUZZ_CALLS", "12000"))
 # A fixed seed by default, so that make check runs the same inputs every
@@ -1016,28 +1019,6 @@ class Run:
             self.problems["invariant"].append(
                 f"lease rows: {bad[0]} with a token above the sequence, {bad[1]} expiring "
                 f"before they were acquired, {bad[2]} sharing a token")
-
-
-class Tap:
-    def __init__(self):
-        self.n = 0
-        self.failed = 0
-
-    def check(self, desc, problems, skip=None):
-        self.n += 1
-        if skip:
-            print(f"ok {self.n} - {desc} # SKIP {skip}")
-            return
-        if problems:
-            self.failed += 1
-            print(f"not ok {self.n} - {desc}")
-            for p in problems[:8]:
-                for line in str(p).splitlines() or [""]:
-                    print(f"#   {line}")
-            if len(problems) > 8:
-                print(f"#   ... and {len(problems) - 8} more")
-        else:
-            print(f"ok {self.n} - {desc}")
 
 
 def server_log():

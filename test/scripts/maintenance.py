@@ -36,30 +36,13 @@ import time
 
 import psycopg
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+from ledger import Tap  # noqa: E402
+
 DB = os.environ.get("DLOCK_MAINT_DB", "dlock_maint")
 SECONDS = float(os.environ.get("DLOCK_MAINT_SECONDS", "12"))
 CLIENTS = 4
 NAMES = [f"maint/{i}" for i in range(16)]
-
-
-class Tap:
-    def __init__(self):
-        self.n = 0
-        self.failed = 0
-
-    def check(self, desc, problems):
-        self.n += 1
-        if problems:
-            self.failed += 1
-            print(f"not ok {self.n} - {desc}")
-            for p in problems[:8]:
-                for line in str(p).splitlines() or [""]:
-                    print(f"#   {line}")
-            if len(problems) > 8:
-                print(f"#   ... and {len(problems) - 8} more")
-        else:
-            print(f"ok {self.n} - {desc}")
-        sys.stdout.flush()
 
 
 def connect(app):
