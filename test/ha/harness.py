@@ -96,7 +96,6 @@ EXPIRED = "The lease expired."
 NEWER = "The lock has since been acquired with a newer token."
 
 
-
 SCHEMA = f"""
 CREATE EXTENSION dlock;
 CREATE SEQUENCE ledger_commit_order CACHE 1;
@@ -612,7 +611,6 @@ class Load:
         self.phase = phase
         self.logdir = logdir
         self.procs = []
-        self.started = time.monotonic()
 
     def start(self):
         ctx = multiprocessing.get_context("fork")
@@ -792,8 +790,9 @@ def check_phase1(tap, load, failovers, leaders, run_problems):
             f"{'?' if w is None else f'{w:.1f}'} s")
     tap.check("phase 1: every write a client saw commit is in the final leader's "
               "ledger, nothing a client saw refused",
-              ledger.ledger_matches(rows, committed, refused=keys(rejects) | keys(aborted),
-                                    uncertain=keys(uncertain), acquires=acquires))
+              ledger.ledger_matches(rows, committed, refused=keys(rejects),
+                                    abandoned=keys(aborted), uncertain=keys(uncertain),
+                                    acquires=acquires))
     tap.check("phase 1: per name, tokens never go back in ledger order",
               ledger.tokens_never_go_back(rows, NAMES))
     tap.check("phase 1: no write accepted after a higher token of its name was acquired",

@@ -60,7 +60,6 @@ from ledger import Tap  # noqa: E402  (the TAP lines of every Python suite)
 DB = os.environ.get("DLOCK_EVENTS_DB", "dlock_events")
 APP = "regress_dlock_events_app"
 OTHER = "regress_dlock_events_other"
-KEYS_OWNER = ["lock", "event", "token", "owner"]
 KEYS_ANON = ["lock", "event", "token"]
 
 

@@ -126,7 +126,6 @@ NO_TOKEN = {
 NEWER = "The lock has since been acquired with a newer token."
 
 
-
 SCHEMA = f"""
 CREATE EXTENSION dlock;
 

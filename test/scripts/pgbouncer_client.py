@@ -81,7 +81,6 @@ EXPIRED = "The lease expired."
 NEWER = "The lock has since been acquired with a newer token."
 
 
-
 def schema():
     parts = [f"""
 CREATE EXTENSION dlock;
