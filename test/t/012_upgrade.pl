@@ -1,5 +1,5 @@
 # Copyright (c) 2026, the dlock developers
-# ALTER EXTENSION dlock UPDATE from 1.0 to 1.1, with leases held.
+# ALTER EXTENSION dlock UPDATE from 1.0 to the default version, with leases held.
 #
 # Version 1.0 is created with the 1.1 library (installing the 1.1 package
 # replaces dlock.so under databases whose objects are still 1.0), used for
@@ -44,16 +44,16 @@ sub sqlstate
 }
 
 my $default = sql('postgres', q{SELECT default_version FROM pg_available_extensions WHERE name = 'dlock'});
-is($default, '1.1', 'the default version is 1.1');
+is($default, '1.2', 'the default version is 1.2');
 is( sql('postgres',
 		q{SELECT string_agg(version, ',' ORDER BY version) FROM pg_available_extension_versions WHERE name = 'dlock'}),
-	'1.0,1.1',
-	'versions 1.0 and 1.1 are installable');
+	'1.0,1.1,1.2',
+	'versions 1.0, 1.1 and 1.2 are installable');
 is( sql('postgres',
 		q{SELECT string_agg(source || '>' || target || ':' || coalesce(path, 'none'), ' ' ORDER BY source, target)
 		    FROM pg_extension_update_paths('dlock')}),
-	'1.0>1.1:1.0--1.1 1.1>1.0:none',
-	'1.0 updates to 1.1 in one step; there is no way back');
+	'1.0>1.1:1.0--1.1 1.0>1.2:1.0--1.1--1.2 1.1>1.0:none 1.1>1.2:1.1--1.2 1.2>1.0:none 1.2>1.1:none',
+	'1.0 updates to 1.1 and on to 1.2, one step at a time; there is no way back');
 
 # upgrade_in(schema): one database, 1.0 in the given schema, updated.
 sub upgrade_in
@@ -122,7 +122,7 @@ CREATE TRIGGER payout_fence BEFORE INSERT OR UPDATE ON payout
 
 	sql($db, 'ALTER EXTENSION dlock UPDATE');
 	is(sql($db, q{SELECT extversion FROM pg_extension WHERE extname = 'dlock'}),
-		'1.1', "updated to 1.1$in");
+		$default, "updated to $default$in");
 
 	# The lease and the fence went through the update.
 	is($acquire->('job', '1 hour'), '', "after the update the lease is still held$in");
@@ -164,7 +164,7 @@ upgrade_in('updated', undef);
 sql('postgres', 'CREATE DATABASE fresh');
 sql('fresh', 'CREATE EXTENSION dlock');
 catalogs_match($node, 'fresh', $node, 'updated',
-	'an updated database has exactly the objects of a fresh 1.1 install');
+	'an updated database has exactly the objects of a fresh install of the default version');
 
 upgrade_in('updated_locks', 'locks');
 sql('postgres', 'CREATE DATABASE fresh_locks');
