@@ -2,7 +2,6 @@
 # dlock: lease-style distributed locks with fencing tokens for PostgreSQL
 
 EXTENSION = dlock
-EXTVERSION = $(shell sed -n "s/^default_version[[:space:]]*=[[:space:]]*'\([^']*\)'.*/\1/p" $(EXTENSION).control)
 
 MODULE_big = dlock
 OBJS = \
@@ -38,11 +37,14 @@ PG_CFLAGS = -Wall -Wextra -Wno-unused-parameter
 
 PG_CONFIG ?= pg_config
 
-# "make check", "make check-versions", "make demo" and "make bench" drive a
+# "make check", "make check-quick", "make check-versions", "make demo" and
+# "make bench" drive a
 # whole run from a clean machine (packages, build, install, a throwaway
 # cluster): they do not need PGXS themselves, and must not collide with its
 # own "check" target.  "make check" tests Debian's PostgreSQL 15, or the
-# installation PG_CONFIG names; every suite runs.
+# installation PG_CONFIG names; every suite runs.  "make check-quick" runs
+# regress, isolation and pgTAP only (about 30 seconds).  DLOCK_SUITES picks
+# suites by name and DLOCK_VERSIONS majors (test/README.md).
 #
 # "make check-versions" unpacks every PostgreSQL archive in SHARED_PG into
 # PG_DIR, adds pgTAP to it, and runs "make check" against each (14 and 18),
@@ -57,7 +59,7 @@ PG_CONFIG ?= pg_config
 # "make ha-check" runs the HA harness alone (test/ha, docs/ha.md): etcd and
 # three Patroni members with dlock, forced failovers under a fenced load.  It
 # is also the suite "ha" of "make check" (about 3 minutes, on 15 only).
-DRIVER_GOALS = check check-versions demo bench ha-check
+DRIVER_GOALS = check check-quick check-versions demo bench ha-check
 TOP := $(patsubst %/,%,$(dir $(abspath $(lastword $(MAKEFILE_LIST)))))
 SHARED_PG ?= $(abspath $(TOP)/../shared/pg)
 PG_DIR ?= $(TOP)/tmp_pg
@@ -66,9 +68,14 @@ LONG_SUITES = fence_stress pgbouncer million 003_crash_stream \
 
 ifneq ($(filter $(DRIVER_GOALS),$(MAKECMDGOALS)),)
 
-.PHONY: $(DRIVER_GOALS)
+.PHONY: $(DRIVER_GOALS) clean
 check:
 	@bash test/run check
+check-quick:
+	@DLOCK_SUITES="regress isolation pgtap" bash test/run check
+# "make clean check": the clean is PGXS's, in a make of its own.
+clean:
+	@$(MAKE) --no-print-directory -f $(firstword $(MAKEFILE_LIST)) clean
 check-versions:
 	@DLOCK_SHARED_PG="$(SHARED_PG)" DLOCK_PG_DIR="$(PG_DIR)" \
 		DLOCK_SKIP_SUITES="$(LONG_SUITES)" bash test/run check-versions
@@ -81,7 +88,19 @@ ha-check:
 
 else
 
-PGXS := $(shell $(PG_CONFIG) --pgxs)
+PGXS := $(shell $(PG_CONFIG) --pgxs 2>/dev/null)
+ifeq ($(PGXS),)
+# No pg_config: "make clean" still works; anything else says what is missing.
+ifeq ($(filter-out clean,$(or $(MAKECMDGOALS),all)),)
+.PHONY: clean
+clean:
+	rm -f $(OBJS) dlock.so dlock.bc $(OBJS:.o=.bc)
+	rm -rf results/ regression.diffs regression.out tmp_check/ tmp_check_iso/ log/ output_iso/
+	rm -f bin/*.o bin/dlock-run
+else
+$(error pg_config not found: install postgresql-server-dev-15, or set PG_CONFIG (make check installs what it needs))
+endif
+else
 include $(PGXS)
 
 # PGXS tracks no header dependencies of its own.
@@ -125,4 +144,5 @@ clean-bin-dir:
 install-links uninstall-links:
 	$(MAKE) -C bin PG_CONFIG=$(PG_CONFIG) $@
 
+endif
 endif
