@@ -12,7 +12,7 @@ from ._errors import (STALE_TOKEN_SQLSTATE, Busy, Error, LeaseLost, StaleToken, 
                       stale_token_errors)
 from ._sync import Leader, Lease, LeaseContext, lease, leader
 
-__version__ = "1.1.0"
+__version__ = "1.2.0"
 
 __all__ = [
     "lease", "Lease", "LeaseContext", "leader", "Leader",
