@@ -6,9 +6,10 @@ tested"):
 
 - A fenced block opened with ```sql or ```sh is an example and is run.
   Blocks in other languages (```text, ```output, plain ```) are not.
-- A block directly below a line `<!-- not run -->` is skipped (the HA recipe,
-  operator procedures, commands that need root or other machines); the test
-  lists every skipped block as a TAP skip.
+- A block directly below a line `<!-- not run: REASON -->` is skipped (the
+  HA recipe, operator procedures, commands that need root or other
+  machines); the test lists every skipped block as a TAP skip with its
+  reason.  A bare `<!-- not run -->`, with no reason, fails.
 - A ```sql or ```sh block may be followed (blank lines between are allowed)
   by an ```output block: what the example prints.  The run must print
   exactly that, line by line, trailing blanks ignored; a line that is only
@@ -54,7 +55,8 @@ def blocks_of(path):
         while j < len(lines) and not re.match(r"^\s*```\s*$", lines[j]):
             body.append(lines[j][len(indent):] if lines[j].startswith(indent) else lines[j].lstrip())
             j += 1
-        skip = start > 0 and lines[start - 1].strip() == "<!-- not run -->"
+        mark = re.fullmatch(r"<!-- not run(?::\s*(.*?))?\s*-->", lines[start - 1].strip()) if start > 0 else None
+        skip = (mark.group(1) or "") if mark else None
         found.append([start + 1, lang, "\n".join(body), skip, None])
         i = j + 1
     # attach output blocks to the example above them
@@ -97,10 +99,13 @@ def matches(expected, actual):
 def run_file(path, tmp, tests):
     blocks = blocks_of(path)
     rel = os.path.relpath(path, top)
-    todo = [b for b in blocks if not b[3]]
+    todo = [b for b in blocks if b[3] is None]
     for b in blocks:
-        if b[3]:
-            tests.append(("skip", "%s:%d %s block" % (rel, b[0], b[1]), "not run"))
+        if b[3] == "":
+            tests.append((False, "%s:%d %s block is marked not run with a reason" % (rel, b[0], b[1]),
+                          "write <!-- not run: REASON -->"))
+        elif b[3] is not None:
+            tests.append(("skip", "%s:%d %s block" % (rel, b[0], b[1]), "not run: " + b[3]))
     if not todo:
         return
     admin("DROP DATABASE IF EXISTS %s" % db)
@@ -176,7 +181,7 @@ def main():
             for line in why.split("\n"):
                 print("# " + line)
     skipped = sum(1 for t in tests if t[0] == "skip")
-    print("# %d blocks run, %d not run (marked <!-- not run -->)" % (len(tests) - skipped, skipped))
+    print("# %d blocks run, %d not run (marked <!-- not run: REASON -->)" % (len(tests) - skipped, skipped))
     sys.exit(1 if failed else 0)
 
 
