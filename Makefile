@@ -13,6 +13,7 @@ OBJS = \
 	src/dlock.o \
 	src/events.o \
 	src/fence.o \
+	src/fence_ddl.o \
 	src/lease.o \
 	src/relation.o \
 	src/token.o \
