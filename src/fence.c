@@ -254,10 +254,8 @@ FenceColumn(Relation rel, const char *colname, const char *role,
 						colname, RelationGetRelationName(rel),
 						format_type_be(atttype), format_type_be(typid)),
 				 is_token ?
-				 errhint("Tokens do not fit in a narrower type.  Change the column with ALTER TABLE %s ALTER COLUMN %s TYPE bigint (a domain over bigint is accepted too).",
-						 quote_qualified_identifier(get_namespace_name(RelationGetNamespace(rel)),
-													RelationGetRelationName(rel)),
-						 quote_identifier(colname)) : 0));
+				 errhint("Change column \"%s\" to type bigint, or to a domain over bigint: tokens do not fit in a narrower type.",
+						 colname) : 0));
 	return attnum;
 }
 

@@ -91,14 +91,14 @@ FenceDdlWarnTrigger(Relation rel, const Trigger *t)
 				 errmsg("trigger \"%s\" on relation \"%s\" does not fence it",
 						t->tgname, relname),
 				 errdetail("A trigger enabled for replicas only fires only where session_replication_role is replica."),
-				 errhint("Use ALTER TABLE ... ENABLE TRIGGER %s.", t->tgname)));
+				 errhint("Enable trigger \"%s\" in origin mode with ALTER TABLE ... ENABLE TRIGGER.", t->tgname)));
 	if (t->tgenabled == TRIGGER_FIRES_ALWAYS)
 		ereport(WARNING,
 				(errcode(ERRCODE_WARNING),
 				 errmsg("trigger \"%s\" on relation \"%s\" also fires in logical replication apply workers",
 						t->tgname, relname),
 				 errdetail("An apply worker declares no tokens: the first replicated write to the table fails with SQLSTATE LK001 and stops the subscription."),
-				 errhint("Use ALTER TABLE ... ENABLE TRIGGER %s.", t->tgname)));
+				 errhint("Enable trigger \"%s\" in origin mode with ALTER TABLE ... ENABLE TRIGGER.", t->tgname)));
 	if (t->tgnattr > 0)
 		ereport(WARNING,
 				(errcode(ERRCODE_WARNING),
