@@ -36,6 +36,9 @@ UPDATE col_list SET token = :t2;
 -- (a stale UPDATE that does not set the token does not fire it)
 UPDATE col_list SET id = 3;
 SELECT id FROM col_list;
+-- Re-enabling it warns again.
+ALTER TABLE col_list DISABLE TRIGGER col_list_fence;
+ALTER TABLE col_list ENABLE TRIGGER col_list_fence;
 
 -- A WHEN condition: the same.
 CREATE TABLE cond (id int, token bigint);
@@ -92,6 +95,9 @@ CREATE TABLE parent2 (id int, token bigint);
 CREATE TABLE child2 () INHERITS (parent2);
 CREATE TRIGGER parent2_fence BEFORE INSERT OR UPDATE OR DELETE ON parent2
   FOR EACH ROW EXECUTE FUNCTION dlock_fence('cfg', 'token');
+-- So does re-enabling it (pg_restore --disable-triggers ends so).
+ALTER TABLE parent2 DISABLE TRIGGER ALL;
+ALTER TABLE parent2 ENABLE TRIGGER ALL;
 
 -- Partitions get clones of the parent's triggers: fenced, no warning.
 CREATE TABLE parted (id int, token bigint) PARTITION BY RANGE (id);

@@ -59,15 +59,22 @@ FenceDdlFences(const Trigger *t)
 		TRIGGER_FOR_ROW(t->tgtype) && TRIGGER_FOR_BEFORE(t->tgtype);
 }
 
-/* Does relation relid have a fencing dlock_fence trigger of its own? */
+/*
+ * Does relation relid have a fencing dlock_fence trigger of its own?  A
+ * relation dropped meanwhile (a child found without a lock) counts as
+ * fenced: there is nothing to warn about.
+ */
 static bool
 FenceDdlRelFenced(Oid relid, Oid nsp)
 {
-	Relation	rel = relation_open(relid, AccessShareLock);
-	TriggerDesc *trigdesc = rel->trigdesc;
+	Relation	rel = try_relation_open(relid, AccessShareLock);
+	TriggerDesc *trigdesc;
 	bool		fenced = false;
 	int			i;
 
+	if (rel == NULL)
+		return true;
+	trigdesc = rel->trigdesc;
 	for (i = 0; trigdesc != NULL && i < trigdesc->numtriggers; i++)
 	{
 		Trigger    *t = &trigdesc->triggers[i];
@@ -133,7 +140,8 @@ FenceDdlWarnChildren(Relation rel, Oid nsp)
 	{
 		Oid			child = lfirst_oid(lc);
 
-		if (child != RelationGetRelid(rel) && !FenceDdlRelFenced(child, nsp))
+		if (child != RelationGetRelid(rel) && !FenceDdlRelFenced(child, nsp) &&
+			get_rel_name(child) != NULL)
 			ereport(WARNING,
 					(errcode(ERRCODE_WARNING),
 					 errmsg("table \"%s\" inherits from \"%s\", whose dlock_fence trigger does not fence it",
@@ -221,11 +229,11 @@ FenceDdlAlterTable(AlterTableStmt *stmt, Oid nsp)
 			case AT_EnableTrig:
 			case AT_EnableAlwaysTrig:
 			case AT_EnableReplicaTrig:
-				FenceDdlCheckRel(relid, cmd->name, false, nsp);
+				FenceDdlCheckRel(relid, cmd->name, true, nsp);
 				break;
 			case AT_EnableTrigAll:
 			case AT_EnableTrigUser:
-				FenceDdlCheckRel(relid, NULL, false, nsp);
+				FenceDdlCheckRel(relid, NULL, true, nsp);
 				break;
 			case AT_AddInherit:
 				FenceDdlCheckNewChild(relid, list_make1(cmd->def), nsp);
