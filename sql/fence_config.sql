@@ -67,6 +67,13 @@ ALTER TABLE always ENABLE ALWAYS TRIGGER always_fence;
 INSERT INTO always VALUES (1, :t1);
 \set VERBOSITY default
 
+-- Not BEFORE ... FOR EACH ROW: refused when it fires (39P01), warned of.
+CREATE TABLE after (id int, token bigint);
+CREATE TRIGGER after_fence AFTER INSERT ON after
+  FOR EACH ROW EXECUTE FUNCTION dlock_fence('cfg', 'token');
+CREATE TRIGGER after_fence_stmt BEFORE INSERT ON after
+  FOR EACH STATEMENT EXECUTE FUNCTION dlock_fence('cfg', 'token');
+
 -- Disabled (no warning: a bulk load disables triggers on purpose).
 CREATE TABLE disabled (id int, token bigint);
 CREATE TRIGGER disabled_fence BEFORE INSERT OR UPDATE OR DELETE ON disabled
@@ -173,7 +180,7 @@ INSERT INTO types (id) VALUES (5);
 ROLLBACK;
 \echo :LAST_ERROR_SQLSTATE
 
-DROP TABLE good, col_list, cond, replica, always, disabled, reenabled,
+DROP TABLE good, col_list, cond, replica, always, after, disabled, reenabled,
   child, grandchild, adopted, fenced_child, parent2, child2, parted, types;
 DROP DOMAIN small_token, positive_token, token_t, tiny_token;
 SELECT * FROM dlock_fenced_tables;

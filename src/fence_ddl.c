@@ -106,6 +106,17 @@ FenceDdlWarnTrigger(Relation rel, const Trigger *t)
 						t->tgname, relname),
 				 errdetail("An apply worker declares no tokens: the first replicated write to the table fails with SQLSTATE LK001 and stops the subscription."),
 				 errhint("Enable trigger \"%s\" in origin mode with ALTER TABLE ... ENABLE TRIGGER.", t->tgname)));
+	if (!(TRIGGER_FOR_BEFORE(t->tgtype) &&
+		  (TRIGGER_FOR_ROW(t->tgtype) ||
+		   (TRIGGER_FOR_TRUNCATE(t->tgtype) &&
+			!TRIGGER_FOR_INSERT(t->tgtype) && !TRIGGER_FOR_UPDATE(t->tgtype) &&
+			!TRIGGER_FOR_DELETE(t->tgtype)))))
+		ereport(WARNING,
+				(errcode(ERRCODE_WARNING),
+				 errmsg("trigger \"%s\" on relation \"%s\" does not fence it",
+						t->tgname, relname),
+				 errdetail("Function dlock_fence refuses a trigger that is not BEFORE ... FOR EACH ROW, nor BEFORE TRUNCATE ... FOR EACH STATEMENT."),
+				 errhint("Re-create the trigger BEFORE INSERT OR UPDATE OR DELETE ... FOR EACH ROW, or BEFORE TRUNCATE ... FOR EACH STATEMENT.")));
 	if (t->tgnattr > 0)
 		ereport(WARNING,
 				(errcode(ERRCODE_WARNING),
