@@ -12,6 +12,7 @@ OBJS = \
 	src/dlock.o \
 	src/events.o \
 	src/fence.o \
+	src/fence_ddl.o \
 	src/lease.o \
 	src/relation.o \
 	src/token.o \

@@ -26,6 +26,7 @@
 #include "executor/spi.h"
 #include "miscadmin.h"
 #include "utils/builtins.h"
+#include "utils/lsyscache.h"
 #include "utils/rel.h"
 #include "utils/timestamp.h"
 
@@ -218,13 +219,18 @@ typedef enum FenceNeed
 	FENCE_NEED_TRUNCATE
 } FenceNeed;
 
-/* The attribute number of a column named in the trigger's arguments. */
+/*
+ * The attribute number of a column named in the trigger's arguments.  The
+ * token column must hold every bigint: bigint itself or a domain over it
+ * (tokens pass 2^31 at once: the first 1.1 token is about 1.8e15).
+ */
 static int
 FenceColumn(Relation rel, const char *colname, const char *role,
 			Oid typid, Oid alt_typid)
 {
 	TupleDesc	tupdesc = RelationGetDescr(rel);
 	int			attnum = SPI_fnumber(tupdesc, colname);
+	bool		is_token = strcmp(role, "token") == 0;
 	Oid			atttype;
 
 	if (attnum == SPI_ERROR_NOATTRIBUTE || attnum <= 0)
@@ -232,28 +238,38 @@ FenceColumn(Relation rel, const char *colname, const char *role,
 				(errcode(ERRCODE_UNDEFINED_COLUMN),
 				 errmsg("column \"%s\" of relation \"%s\" does not exist",
 						colname, RelationGetRelationName(rel)),
-				 strcmp(role, "token") == 0 ?
+				 is_token ?
 				 errdetail("Trigger function dlock_fence() names it as the token column.") :
 				 errdetail("Trigger function dlock_fence() names it as the lock name column.")));
 	atttype = TupleDescAttr(tupdesc, attnum - 1)->atttypid;
-	if (atttype != typid && atttype != alt_typid)
+	if (is_token ? getBaseType(atttype) != typid :
+		atttype != typid && atttype != alt_typid)
 		ereport(ERROR,
 				(errcode(ERRCODE_DATATYPE_MISMATCH),
-				 strcmp(role, "token") == 0 ?
+				 is_token ?
 				 errmsg("column \"%s\" of relation \"%s\" has type %s, but the token column must be of type %s",
 						colname, RelationGetRelationName(rel),
 						format_type_be(atttype), format_type_be(typid)) :
 				 errmsg("column \"%s\" of relation \"%s\" has type %s, but the lock name column must be of type %s",
 						colname, RelationGetRelationName(rel),
-						format_type_be(atttype), format_type_be(typid))));
+						format_type_be(atttype), format_type_be(typid)),
+				 is_token ?
+				 errhint("Change column \"%s\" to type bigint, or to a domain over bigint: tokens do not fit in a narrower type.",
+						 colname) : 0));
 	return attnum;
 }
 
-/* Check how the trigger is fired: on every call. */
+/*
+ * Check how the trigger is fired: on every call.  A trigger limited to
+ * UPDATE OF a column list, or with a WHEN condition, does not fire for
+ * every write, so the writes it skips would not be fenced: it is refused
+ * whenever it does fire.
+ */
 static void
 FenceCheckFiring(TriggerData *trigdata)
 {
 	TriggerEvent event = trigdata->tg_event;
+	Trigger    *trigger = trigdata->tg_trigger;
 
 	if (!TRIGGER_FIRED_BEFORE(event) ||
 		(TRIGGER_FIRED_BY_TRUNCATE(event) ?
@@ -262,6 +278,22 @@ FenceCheckFiring(TriggerData *trigdata)
 		ereport(ERROR,
 				(errcode(ERRCODE_E_R_I_E_TRIGGER_PROTOCOL_VIOLATED),
 				 errmsg("function \"dlock_fence\" must be fired BEFORE INSERT OR UPDATE OR DELETE FOR EACH ROW, or BEFORE TRUNCATE FOR EACH STATEMENT")));
+	if (trigger->tgnattr > 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_E_R_I_E_TRIGGER_PROTOCOL_VIOLATED),
+				 errmsg("trigger \"%s\" on relation \"%s\" has a column list, which function \"dlock_fence\" does not allow",
+						trigger->tgname,
+						RelationGetRelationName(trigdata->tg_relation)),
+				 errdetail("An UPDATE that sets none of the listed columns would not be fenced."),
+				 errhint("Re-create the trigger BEFORE INSERT OR UPDATE OR DELETE, without OF.")));
+	if (trigger->tgqual != NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_E_R_I_E_TRIGGER_PROTOCOL_VIOLATED),
+				 errmsg("trigger \"%s\" on relation \"%s\" has a WHEN condition, which function \"dlock_fence\" does not allow",
+						trigger->tgname,
+						RelationGetRelationName(trigdata->tg_relation)),
+				 errdetail("A write for which the condition is not true would not be fenced."),
+				 errhint("Re-create the trigger without WHEN.")));
 }
 
 /*
@@ -441,6 +473,8 @@ FenceNotBelow(text *lock, int64 writer, int64 row_token, bool row_isnull)
 static HeapTuple
 FenceFillToken(const FenceConfig *cfg, HeapTuple tuple, int64 token)
 {
+	Oid			atttype = TupleDescAttr(RelationGetDescr(cfg->rel),
+										cfg->token_attnum - 1)->atttypid;
 	int			cols[1];
 	Datum		values[1];
 	bool		nulls[1];
@@ -448,6 +482,9 @@ FenceFillToken(const FenceConfig *cfg, HeapTuple tuple, int64 token)
 	cols[0] = cfg->token_attnum;
 	values[0] = Int64GetDatum(token);
 	nulls[0] = false;
+	/* The executor checked the row's value, not the one filled in. */
+	if (get_typtype(atttype) == TYPTYPE_DOMAIN)
+		domain_check(values[0], false, atttype, NULL, CurrentMemoryContext);
 	return heap_modify_tuple_by_cols(tuple, RelationGetDescr(cfg->rel),
 									 1, cols, values, nulls);
 }

@@ -10,7 +10,7 @@ CREATE EXTENSION dlock;
 -- pg_get_function_arguments() prints interval defaults in this style.
 SET LOCAL IntervalStyle = 'postgres';
 
-SELECT plan(100);
+SELECT plan(106);
 
 -- ---------------------------------------------------------------------------
 -- The extension
@@ -31,6 +31,8 @@ SELECT set_eq(
           'function dlock_check(text,bigint)',
           'function dlock_assert(text,bigint)',
           'function dlock_fence()',
+          'function dlock_fence_ddl()',
+          'event trigger dlock_fence_ddl',
           'function dlock_cleanup(interval,integer)',
           'function dlock_rebase()',
           'function dlock_resolve_holder(name,oid,bigint)',
@@ -198,6 +200,24 @@ SELECT volatility_is('dlock_fence', ARRAY[]::name[], 'volatile',
                      'dlock_fence is volatile');
 SELECT isnt_strict('dlock_fence', ARRAY[]::name[], 'dlock_fence is not strict');
 SELECT isnt_definer('dlock_fence', ARRAY[]::name[], 'dlock_fence is not security definer');
+
+-- ---------------------------------------------------------------------------
+-- dlock_fence_ddl() RETURNS event_trigger, and its event trigger (1.2)
+-- ---------------------------------------------------------------------------
+SELECT function_returns('dlock_fence_ddl', ARRAY[]::name[], 'event_trigger',
+                        'dlock_fence_ddl returns event_trigger');
+SELECT function_lang_is('dlock_fence_ddl', ARRAY[]::name[], 'c',
+                        'dlock_fence_ddl is written in C');
+SELECT isnt_definer('dlock_fence_ddl', ARRAY[]::name[], 'dlock_fence_ddl is not security definer');
+SELECT ok(COALESCE(pg_catalog.obj_description(to_regprocedure('dlock_fence_ddl()'), 'pg_proc'), '') <> '',
+          'function dlock_fence_ddl has a comment');
+SELECT is((SELECT evtevent || ' ' || evtenabled::text || ' ' || pg_catalog.array_to_string(evttags, ',')
+             FROM pg_catalog.pg_event_trigger WHERE evtname = 'dlock_fence_ddl'),
+          'ddl_command_end O CREATE TRIGGER,ALTER TABLE,CREATE TABLE',
+          'event trigger dlock_fence_ddl fires at ddl_command_end of CREATE TRIGGER, ALTER TABLE and CREATE TABLE');
+SELECT ok(COALESCE(pg_catalog.obj_description((SELECT oid FROM pg_catalog.pg_event_trigger
+                                                WHERE evtname = 'dlock_fence_ddl'), 'pg_event_trigger'), '') <> '',
+          'event trigger dlock_fence_ddl has a comment');
 
 -- ---------------------------------------------------------------------------
 -- dlock_cleanup(older_than interval DEFAULT '1 day', max_rows integer DEFAULT 1000) RETURNS bigint

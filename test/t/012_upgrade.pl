@@ -178,5 +178,30 @@ my @a = catalog_facts($node, 'fresh');
 my @b = catalog_facts($node, 'updated');
 ok(join("\n", @a) ne join("\n", @b), 'the comparison notices a changed comment');
 
+# The update from 1.1 names the fenced tables whose token column the fence
+# refuses: not bigint, nor a domain over bigint (issue 24 item 11).
+sql('postgres', 'CREATE DATABASE narrow');
+sql('narrow', q{CREATE EXTENSION dlock VERSION '1.1';
+CREATE DOMAIN int_token AS int;
+CREATE DOMAIN big_token AS bigint;
+CREATE TABLE narrow_int (id int, token int);
+CREATE TABLE narrow_dom (id int, token int_token);
+CREATE TABLE wide_big (id int, token bigint);
+CREATE TABLE wide_dom (id int, token big_token);
+CREATE TRIGGER f BEFORE INSERT OR UPDATE OR DELETE ON narrow_int FOR EACH ROW EXECUTE FUNCTION dlock_fence('n', 'token');
+CREATE TRIGGER f BEFORE INSERT OR UPDATE OR DELETE ON narrow_dom FOR EACH ROW EXECUTE FUNCTION dlock_fence('n', 'token');
+CREATE TRIGGER f BEFORE INSERT OR UPDATE OR DELETE ON wide_big FOR EACH ROW EXECUTE FUNCTION dlock_fence('n', 'token');
+CREATE TRIGGER f BEFORE INSERT OR UPDATE OR DELETE ON wide_dom FOR EACH ROW EXECUTE FUNCTION dlock_fence('n', 'token');});
+my ($stdout, $stderr) = ('', '');
+$node->psql('narrow', 'ALTER EXTENSION dlock UPDATE', stdout => \$stdout, stderr => \$stderr);
+like($stderr,
+	qr/NOTICE:  dlock_fence refuses these token columns, whose type cannot hold every token: narrow_dom\.token \(int_token\), narrow_int\.token \(integer\)\n/,
+	'the update from 1.1 names the token columns of type integer and of a domain over integer');
+unlike($stderr, qr/wide_/, 'and not those of bigint or of a domain over bigint');
+is(sqlstate('narrow', q{SELECT dlock_acquire('n', '1 min'); INSERT INTO wide_dom VALUES (1, NULL)}), 'LK001',
+	'after the update a token column of a domain over bigint is accepted (a NULL token needs a declaration)');
+is(sqlstate('narrow', q{INSERT INTO narrow_dom VALUES (1, NULL)}), '42804',
+	'and one of a domain over integer is refused');
+
 $node->stop;
 done_testing();
