@@ -7,6 +7,9 @@ fresh install (signature with argument names and defaults, result,
 volatility, parallel safety, security, who may call): one test per function
 of either side, so a function added without its row, a row left for a
 function that is gone, or a changed default or label fails.
+
+`reference.py TOP --update` rewrites the table from the catalog instead
+(for a maintainer who added a function; review the diff).
 """
 
 import os
@@ -14,7 +17,9 @@ import re
 import subprocess
 import sys
 
-top = os.path.abspath(sys.argv[1] if len(sys.argv) > 1 else ".")
+args = [a for a in sys.argv[1:] if a != "--update"]
+update = "--update" in sys.argv[1:]
+top = os.path.abspath(args[0] if args else ".")
 db = "dlock_reference"
 
 
@@ -40,6 +45,12 @@ finally:
 with open(os.path.join(top, "docs/reference.md"), encoding="utf-8") as f:
     text = f.read()
 m = re.search(r"<!-- catalog: functions -->\n(.*?)<!-- /catalog -->", text, re.S)
+if update and m:
+    head = [r for r in m.group(1).splitlines() if r and not r.startswith("| `")]
+    body = "\n".join(head + catalog) + "\n"
+    with open(os.path.join(top, "docs/reference.md"), "w", encoding="utf-8") as f:
+        f.write(text[:m.start(1)] + body + text[m.end(1):])
+    sys.exit(0)
 documented = []
 if m:
     documented = [r for r in m.group(1).splitlines() if r.startswith("| `")]
