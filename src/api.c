@@ -72,6 +72,13 @@ dlock_acquire(PG_FUNCTION_ARGS)
  * Lock name for a change by the holder of token, and fetch its lease.  False
  * (with the lock given back) unless token holds the lease now; 42501 if the
  * caller's role may not act for the role that acquired it.
+ *
+ * A lease that the latest committed row shows held is first decided on from
+ * that row, with no lock: held by another token, false; held by a role the
+ * caller may not act for, 42501.  Nothing in flight can change either
+ * answer (only the holder changes a held lease, and a hand-over needs it
+ * released or expired), and the name's state lock, which an owner renewal
+ * only tries (acquire.c), is never taken for another role's call.
  */
 static bool
 LockLeaseOfHolder(const DlockRelations *rels, text *name, int64 token,
@@ -79,6 +86,14 @@ LockLeaseOfHolder(const DlockRelations *rels, text *name, int64 token,
 				  LOCKTAG *tag)
 {
 	NameLockTag(name, tag);
+	LeaseFetchSettled(rels, name, lease);
+	*now = GetCurrentTimestamp();
+	if (LeaseIsHeld(lease, *now))
+	{
+		if (lease->token != token)
+			return false;
+		CheckHolderRole(lease, name, action);
+	}
 	NameLockWait(tag, DLOCK_LOCK_STATE);
 	LeaseFetchForUpdate(rels, name, lease);
 	*now = GetCurrentTimestamp();

@@ -76,20 +76,23 @@ FenceVouch(const LOCKTAG *tag, const DlockLease *lease, text *name,
 
 /*
  * Read the lease of name (whose key is tag) and say whether token holds it
- * unexpired; *lease and *now are left as decided on.  Before a no, read
- * again while no change can be in progress (under the name's state lock,
- * given back at once): a check lock does not keep the holder from renewing
- * or releasing meanwhile, and an index scan that races a non-HOT update can
- * miss both row versions.
+ * unexpired; *lease and *now are left as decided on.  A lease the row shows
+ * held is decided on from that row: by token, yes; by another token, no
+ * (only its holder changes a held lease, and a hand-over needs it released
+ * or expired).  Before any other no, read again while no change can be in
+ * progress (under the name's state lock, given back at once): a renewal
+ * still in progress may extend a lease the first read saw expire, and a
+ * lookup may miss the row (LeaseFetchSettled).  So a check of a held lease, by any role and with any token,
+ * never takes the state lock that an owner renewal only tries (acquire.c).
  */
 static bool
 FenceLeaseHeldBy(const DlockRelations *rels, text *name, const LOCKTAG *tag,
 				 int64 token, DlockLease *lease, TimestampTz *now)
 {
-	LeaseFetch(rels, name, lease);
+	LeaseFetchSettled(rels, name, lease);
 	*now = GetCurrentTimestamp();
-	if (LeaseIsHeld(lease, *now) && lease->token == token)
-		return true;
+	if (LeaseIsHeld(lease, *now))
+		return lease->token == token;
 	NameLockWait(tag, DLOCK_LOCK_STATE);
 	LeaseFetch(rels, name, lease);
 	NameLockGiveBack(tag, DLOCK_LOCK_STATE);

@@ -315,6 +315,22 @@ LeaseFetch(const DlockRelations *rels, text *name, DlockLease *lease)
 }
 
 /*
+ * LeaseFetch for a caller that decides without the name's lock when the
+ * lease is held (api.c, fence.c).  A lookup that finds no row is made once
+ * more: an index scan that races a non-HOT update of the row can miss both
+ * of its versions, but a scan that starts after that update committed finds
+ * the new one.  A version that is found is the latest committed one when it
+ * is read.
+ */
+void
+LeaseFetchSettled(const DlockRelations *rels, text *name, DlockLease *lease)
+{
+	LeaseFetch(rels, name, lease);
+	if (!lease->found)
+		LeaseFetch(rels, name, lease);
+}
+
+/*
  * LeaseFetch for a write: the table lock is kept until the transaction
  * ends, so that the row's TID stays valid for LeaseStore and LeaseDelete.
  * A row that another transaction is deleting (dlock_cleanup gives the name's
