@@ -158,7 +158,8 @@ dlock_check(PG_FUNCTION_ARGS)
 	int64		token = DlockTokenArg(fcinfo, 1);
 
 	PreventCommandDuringRecovery("dlock_check()");
-	PG_RETURN_BOOL(FenceCheck(DlockGetRelations(fcinfo), name, token, false));
+	PG_RETURN_BOOL(FenceCheck(DlockGetRelations(fcinfo), name, token,
+								   GetUserId(), false));
 }
 
 /*
@@ -173,7 +174,8 @@ dlock_assert(PG_FUNCTION_ARGS)
 	int64		token = DlockTokenArg(fcinfo, 1);
 
 	PreventCommandDuringRecovery("dlock_assert()");
-	(void) FenceCheck(DlockGetRelations(fcinfo), name, token, true);
+	(void) FenceCheck(DlockGetRelations(fcinfo), name, token, GetUserId(),
+					  true);
 	DeclareToken(name, token);
 	PG_RETURN_VOID();
 }

@@ -227,6 +227,7 @@ extern void LeaseFetchForUpdate(const DlockRelations *rels, text *name,
 								DlockLease *lease);
 extern Oid	LeaseHolder(const DlockLease *lease);
 extern bool LeaseCallerActsForHolder(const DlockLease *lease);
+extern bool LeaseRoleActsForHolder(const DlockLease *lease, Oid role);
 extern void DlockDenyHolder(const DlockLease *lease, text *name,
 							const char *action);
 extern bool LeaseIsHeld(const DlockLease *lease, TimestampTz now);
@@ -279,7 +280,7 @@ extern void WaitWakeQueueAtCommit(const LOCKTAG *tag);
 /* fence.c */
 extern PGDLLEXPORT Datum dlock_fence(PG_FUNCTION_ARGS);
 extern bool FenceCheck(const DlockRelations *rels, text *name, int64 token,
-					   bool raise);
+					   Oid role, bool raise);
 extern bool FenceRemaining(const DlockRelations *rels, text *name,
 						   int64 token, Interval *remaining);
 
@@ -325,8 +326,10 @@ typedef struct FenceMove
 	Oid			relid;			/* the source partition */
 	ItemPointerData tid;		/* the old row version */
 	int64		old_writer;		/* checked against the old row's lock */
+	Oid			old_role;		/* ... as this role */
 	int64		new_token;		/* the token the new row carries */
 	int64		new_writer;		/* checked against the new row's lock */
+	Oid			new_role;		/* ... as this role */
 	int			old_len;
 	int			new_len;
 	char		old_lock[DLOCK_MAX_NAME_BYTES];
@@ -336,7 +339,7 @@ typedef struct FenceMove
 /* declare.c */
 extern void DlockXactGuard(void);
 extern void DeclareToken(text *name, int64 token);
-extern bool DeclaredTokenFor(text *name, int64 *token);
+extern bool DeclaredTokenFor(text *name, int64 *token, Oid *role);
 extern bool DlockNamesEqual(text *a, text *b);
 extern FenceMove *FencePendingMove(void);
 extern bool CheckLockHeld(const LOCKTAG *tag);

@@ -385,18 +385,25 @@ LeaseHolder(const DlockLease *lease)
 }
 
 /*
- * May the caller act for the holder of the lease: is it that role, a member
- * of it, or a superuser?  The leases of a role that no longer exists are
- * left to superusers.
+ * May role act for the holder of the lease: is it that role, a member of
+ * it, or a superuser?  The leases of a role that no longer exists are left
+ * to superusers.
  */
 bool
-LeaseCallerActsForHolder(const DlockLease *lease)
+LeaseRoleActsForHolder(const DlockLease *lease, Oid role)
 {
 	Oid			holder = LeaseHolder(lease);
 
 	if (OidIsValid(holder))
-		return has_privs_of_role(GetUserId(), holder);
-	return superuser();
+		return has_privs_of_role(role, holder);
+	return superuser_arg(role);
+}
+
+/* May the current user act for the holder of the lease? */
+bool
+LeaseCallerActsForHolder(const DlockLease *lease)
+{
+	return LeaseRoleActsForHolder(lease, GetUserId());
 }
 
 /* Refuse to write a table that has triggers: they could change a lease. */
