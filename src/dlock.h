@@ -50,7 +50,11 @@
  *	DLOCK_LOCK_STATE  (ShareUpdateExclusiveLock) is taken by every change of
  *		the row (acquire, release, renew).  It conflicts with itself and with
  *		DLOCK_LOCK_HANDOVER, not with DLOCK_LOCK_CHECK, so a holder can
- *		release or renew while somebody else's check is open.
+ *		release or renew while somebody else's check is open.  A release,
+ *		renew or check whose answer the committed row already gives (the
+ *		lease held by another token, or by a role the caller may not act
+ *		for) does not take it, so that no other role's call makes an owner
+ *		renewal, which only tries it, busy.
  *	DLOCK_LOCK_HANDOVER  (ExclusiveLock) is taken in addition, after
  *		DLOCK_LOCK_STATE, by an acquire that hands the lease to a new holder,
  *		and alone by dlock_cleanup before it deletes a row.  It conflicts
