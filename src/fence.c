@@ -82,8 +82,9 @@ FenceVouch(const LOCKTAG *tag, const DlockLease *lease, text *name,
  * or expired).  Before any other no, read again while no change can be in
  * progress (under the name's state lock, given back at once): a renewal
  * still in progress may extend a lease the first read saw expire, and a
- * lookup may miss the row (LeaseFetchSettled).  So a check of a held lease, by any role and with any token,
- * never takes the state lock that an owner renewal only tries (acquire.c).
+ * lookup may miss the row (LeaseFetchSettled).  So a check of a held lease,
+ * by any role and with any token, never takes the state lock that an owner
+ * renewal only tries (acquire.c).
  */
 static bool
 FenceLeaseHeldBy(const DlockRelations *rels, text *name, const LOCKTAG *tag,

@@ -7,9 +7,9 @@ minute) and renews it in a loop with dlock_acquire('leader', ttl, owner =>
 'me'), as a leader election does.  Meanwhile the role dlock_or_intruder,
 which has EXECUTE on everything and no rights on the lease, floods one call
 after the other from two sessions, each for DLOCK_OR_SECONDS (default 0.6)
-seconds: release, renew, check, assert, remaining and acquire (wait 0 and a
-wait, with and without the owner's name), each with a wrong token and with
-the holder's current token.
+seconds: release, renew, check, assert, remaining, acquire (wait 0 and a
+wait, with and without the owner's name) and a fenced INSERT, each with a
+wrong token and with the holder's current token.
 
 What it checks (one TAP line per flooded call): every owner renewal during
 the flood returned the lease's token, never NULL (1.1 answered NULL to
@@ -52,6 +52,8 @@ CALLS = [
     ("acquire, wait 0, the owner's name",
      "SELECT dlock_acquire('leader', '1 min', owner => 'me')"),
     ("acquire, wait 50 ms", "SELECT dlock_acquire('leader', '1 min', '50 ms')"),
+    ("fenced write, wrong token", "INSERT INTO fenced VALUES (1)"),
+    ("fenced write, current token", "INSERT INTO fenced VALUES (%(tok)s)"),
 ]
 
 
@@ -70,6 +72,10 @@ def setup():
             admin.execute(f'CREATE ROLE "{role}"')
     with psycopg.connect(dbname=DB, autocommit=True) as c:
         c.execute("CREATE EXTENSION dlock")
+        c.execute("CREATE TABLE fenced (token bigint)")
+        c.execute("CREATE TRIGGER fenced_fence BEFORE INSERT OR UPDATE OR DELETE ON fenced"
+                  " FOR EACH ROW EXECUTE FUNCTION dlock_fence('leader', 'token')")
+        c.execute(f'GRANT INSERT ON fenced TO "{INTRUDER}"')
 
 
 def teardown():
