@@ -156,10 +156,11 @@ dlock_check(PG_FUNCTION_ARGS)
 {
 	text	   *name = DlockNameArg(fcinfo, 0);
 	int64		token = DlockTokenArg(fcinfo, 1);
+	const DlockRelations *rels;
 
 	PreventCommandDuringRecovery("dlock_check()");
-	PG_RETURN_BOOL(FenceCheck(DlockGetRelations(fcinfo), name, token,
-								   GetUserId(), false));
+	rels = DlockGetRelations(fcinfo);
+	PG_RETURN_BOOL(FenceCheck(rels, name, token, GetUserId(), false));
 }
 
 /*
@@ -172,10 +173,11 @@ dlock_assert(PG_FUNCTION_ARGS)
 {
 	text	   *name = DlockNameArg(fcinfo, 0);
 	int64		token = DlockTokenArg(fcinfo, 1);
+	const DlockRelations *rels;
 
 	PreventCommandDuringRecovery("dlock_assert()");
-	(void) FenceCheck(DlockGetRelations(fcinfo), name, token, GetUserId(),
-					  true);
+	rels = DlockGetRelations(fcinfo);
+	(void) FenceCheck(rels, name, token, GetUserId(), true);
 	DeclareToken(name, token);
 	PG_RETURN_VOID();
 }
