@@ -65,4 +65,22 @@ UPDATE item SET lock = 'newer', token = :n1 WHERE id = 1;
 COMMIT;
 SELECT id, lock, token = :n1 AS of_newer FROM item ORDER BY id;
 
-DROP TABLE item;
+-- A move to another lock and another partition at once.
+CREATE TABLE pitem (id int, lock text, token bigint) PARTITION BY RANGE (id);
+CREATE TABLE pitem_a PARTITION OF pitem FOR VALUES FROM (0) TO (10);
+CREATE TABLE pitem_b PARTITION OF pitem FOR VALUES FROM (10) TO (20);
+CREATE TRIGGER pitem_fence BEFORE INSERT OR UPDATE OR DELETE ON pitem
+  FOR EACH ROW EXECUTE FUNCTION dlock_fence('lock', 'token', 'column');
+-- ('older' was acquired again: its token is now above the one of 'newer'.)
+SELECT :n1 < :o2 AS newer_below;
+INSERT INTO pitem VALUES (1, 'older', :o2), (2, 'older', :o2);
+BEGIN;
+SELECT dlock_assert('older', :o2);
+UPDATE pitem SET id = 11, lock = 'newer', token = :n1 WHERE id = 1;
+SELECT dlock_assert('newer', :n1);
+UPDATE pitem SET id = 12, lock = 'newer' WHERE id = 2;
+COMMIT;
+SELECT tableoid::regclass AS part, id, lock, token = :n1 AS of_newer
+  FROM pitem ORDER BY id;
+
+DROP TABLE item, pitem;
