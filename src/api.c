@@ -73,6 +73,13 @@ dlock_acquire(PG_FUNCTION_ARGS)
  * Lock name for a change by the holder of token, and fetch its lease.  False
  * (with the lock given back) unless token holds the lease now; 42501 if the
  * caller's role may not act for the role that acquired it.
+ *
+ * A lease that the latest committed row shows held is first decided on from
+ * that row, with no lock: held by another token, false; held by a role the
+ * caller may not act for, 42501.  Nothing in flight can change either
+ * answer (only the holder changes a held lease, and a hand-over needs it
+ * released or expired), and the name's state lock, which an owner renewal
+ * only tries (acquire.c), is never taken for another role's call.
  */
 static bool
 LockLeaseOfHolder(const DlockRelations *rels, text *name, int64 token,
@@ -80,6 +87,14 @@ LockLeaseOfHolder(const DlockRelations *rels, text *name, int64 token,
 				  LOCKTAG *tag)
 {
 	NameLockTag(name, tag);
+	LeaseFetchSettled(rels, name, lease);
+	*now = GetCurrentTimestamp();
+	if (LeaseIsHeld(lease, *now))
+	{
+		if (lease->token != token)
+			return false;
+		CheckHolderRole(lease, name, action);
+	}
 	NameLockWait(tag, DLOCK_LOCK_STATE);
 	LeaseFetchForUpdate(rels, name, lease);
 	*now = GetCurrentTimestamp();
@@ -142,9 +157,11 @@ dlock_check(PG_FUNCTION_ARGS)
 {
 	text	   *name = DlockNameArg(fcinfo, 0);
 	int64		token = DlockTokenArg(fcinfo, 1);
+	const DlockRelations *rels;
 
 	PreventCommandDuringRecovery("dlock_check()");
-	PG_RETURN_BOOL(FenceCheck(DlockGetRelations(fcinfo), name, token, false));
+	rels = DlockGetRelations(fcinfo);
+	PG_RETURN_BOOL(FenceCheck(rels, name, token, GetUserId(), false));
 }
 
 /*
@@ -157,9 +174,11 @@ dlock_assert(PG_FUNCTION_ARGS)
 {
 	text	   *name = DlockNameArg(fcinfo, 0);
 	int64		token = DlockTokenArg(fcinfo, 1);
+	const DlockRelations *rels;
 
 	PreventCommandDuringRecovery("dlock_assert()");
-	(void) FenceCheck(DlockGetRelations(fcinfo), name, token, true);
+	rels = DlockGetRelations(fcinfo);
+	(void) FenceCheck(rels, name, token, GetUserId(), true);
 	DeclareToken(name, token);
 	PG_RETURN_VOID();
 }

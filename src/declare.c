@@ -55,11 +55,16 @@
 #include "compat.h"
 #include "dlock.h"
 
-/* One declaration: a token for a lock name, made by a subtransaction. */
+/*
+ * One declaration: a token for a lock name, made by a subtransaction as a
+ * role (the current user of the dlock_assert, for whom the fence vouches
+ * for the token wherever the write runs: fence.c).
+ */
 typedef struct DeclaredToken
 {
 	SubTransactionId subid;
 	int64		token;
+	Oid			role;
 	text	   *name;			/* in TopTransactionContext */
 } DeclaredToken;
 
@@ -204,6 +209,7 @@ DeclareToken(text *name, int64 token)
 	d = (DeclaredToken *) palloc(sizeof(DeclaredToken));
 	d->subid = GetCurrentSubTransactionId();
 	d->token = token;
+	d->role = GetUserId();
 	d->name = (text *) palloc(VARHDRSZ + VARSIZE_ANY_EXHDR(name));
 	SET_VARSIZE(d->name, VARHDRSZ + VARSIZE_ANY_EXHDR(name));
 	memcpy(VARDATA(d->name), VARDATA_ANY(name), VARSIZE_ANY_EXHDR(name));
@@ -219,9 +225,12 @@ DlockNamesEqual(text *a, text *b)
 		memcmp(VARDATA_ANY(a), VARDATA_ANY(b), VARSIZE_ANY_EXHDR(a)) == 0;
 }
 
-/* The token this transaction declared for name, if it declared one. */
+/*
+ * The token this transaction declared for name, and the role that declared
+ * it, if it declared one.
+ */
 bool
-DeclaredTokenFor(text *name, int64 *token)
+DeclaredTokenFor(text *name, int64 *token, Oid *role)
 {
 	ListCell   *lc;
 
@@ -232,6 +241,7 @@ DeclaredTokenFor(text *name, int64 *token)
 		if (DlockNamesEqual(d->name, name))
 		{
 			*token = d->token;
+			*role = d->role;
 			return true;
 		}
 	}

@@ -50,7 +50,11 @@
  *	DLOCK_LOCK_STATE  (ShareUpdateExclusiveLock) is taken by every change of
  *		the row (acquire, release, renew).  It conflicts with itself and with
  *		DLOCK_LOCK_HANDOVER, not with DLOCK_LOCK_CHECK, so a holder can
- *		release or renew while somebody else's check is open.
+ *		release or renew while somebody else's check is open.  A release,
+ *		renew or check whose answer the committed row already gives (the
+ *		lease held by another token, or by a role the caller may not act
+ *		for) does not take it, so that no other role's call makes an owner
+ *		renewal, which only tries it, busy.
  *	DLOCK_LOCK_HANDOVER  (ExclusiveLock) is taken in addition, after
  *		DLOCK_LOCK_STATE, by an acquire that hands the lease to a new holder,
  *		and alone by dlock_cleanup before it deletes a row.  It conflicts
@@ -221,10 +225,13 @@ extern char *DlockOwnerArg(FunctionCallInfo fcinfo, int argno);
 /* lease.c */
 extern void LeaseFetch(const DlockRelations *rels, text *name,
 					   DlockLease *lease);
+extern void LeaseFetchSettled(const DlockRelations *rels, text *name,
+							  DlockLease *lease);
 extern void LeaseFetchForUpdate(const DlockRelations *rels, text *name,
 								DlockLease *lease);
 extern Oid	LeaseHolder(const DlockLease *lease);
 extern bool LeaseCallerActsForHolder(const DlockLease *lease);
+extern bool LeaseRoleActsForHolder(const DlockLease *lease, Oid role);
 extern void DlockDenyHolder(const DlockLease *lease, text *name,
 							const char *action);
 extern bool LeaseIsHeld(const DlockLease *lease, TimestampTz now);
@@ -277,7 +284,7 @@ extern void WaitWakeQueueAtCommit(const LOCKTAG *tag);
 /* fence.c */
 extern PGDLLEXPORT Datum dlock_fence(PG_FUNCTION_ARGS);
 extern bool FenceCheck(const DlockRelations *rels, text *name, int64 token,
-					   bool raise);
+					   Oid role, bool raise);
 extern bool FenceRemaining(const DlockRelations *rels, text *name,
 						   int64 token, Interval *remaining);
 
@@ -326,8 +333,10 @@ typedef struct FenceMove
 	Oid			relid;			/* the source partition */
 	ItemPointerData tid;		/* the old row version */
 	int64		old_writer;		/* checked against the old row's lock */
+	Oid			old_role;		/* ... as this role */
 	int64		new_token;		/* the token the new row carries */
 	int64		new_writer;		/* checked against the new row's lock */
+	Oid			new_role;		/* ... as this role */
 	int			old_len;
 	int			new_len;
 	char		old_lock[DLOCK_MAX_NAME_BYTES];
@@ -337,7 +346,7 @@ typedef struct FenceMove
 /* declare.c */
 extern void DlockXactGuard(void);
 extern void DeclareToken(text *name, int64 token);
-extern bool DeclaredTokenFor(text *name, int64 *token);
+extern bool DeclaredTokenFor(text *name, int64 *token, Oid *role);
 extern bool DlockNamesEqual(text *a, text *b);
 extern FenceMove *FencePendingMove(void);
 extern bool CheckLockHeld(const LOCKTAG *tag);

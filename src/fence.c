@@ -54,16 +54,16 @@ FenceReject(text *name, int64 token, const DlockLease *lease)
 
 /*
  * The token holds the lease: keep the check lock, which holds back every
- * hand-over of the name until this transaction ends, but only for the
- * holder role or a member of it.  Anybody else could read a token and sit
- * on a check; they get 42501, with the lock given back first if this call
- * took it.
+ * hand-over of the name until this transaction ends, but only when role
+ * (the role vouching for the token) is the holder role or a member of it.
+ * Anybody else could read a token and sit on a check; they get 42501, with
+ * the lock given back first if this call took it.
  */
 static bool
 FenceVouch(const LOCKTAG *tag, const DlockLease *lease, text *name,
-		   bool taken)
+		   bool taken, Oid role)
 {
-	if (LeaseCallerActsForHolder(lease))
+	if (LeaseRoleActsForHolder(lease, role))
 	{
 		if (taken)
 			CheckLockRemember(tag);
@@ -77,20 +77,24 @@ FenceVouch(const LOCKTAG *tag, const DlockLease *lease, text *name,
 
 /*
  * Read the lease of name (whose key is tag) and say whether token holds it
- * unexpired; *lease and *now are left as decided on.  Before a no, read
- * again while no change can be in progress (under the name's state lock,
- * given back at once): a check lock does not keep the holder from renewing
- * or releasing meanwhile, and an index scan that races a non-HOT update can
- * miss both row versions.
+ * unexpired; *lease and *now are left as decided on.  A lease the row shows
+ * held is decided on from that row: by token, yes; by another token, no
+ * (only its holder changes a held lease, and a hand-over needs it released
+ * or expired).  Before any other no, read again while no change can be in
+ * progress (under the name's state lock, given back at once): a renewal
+ * still in progress may extend a lease the first read saw expire, and a
+ * lookup may miss the row (LeaseFetchSettled).  So a check of a held lease,
+ * by any role and with any token, never takes the state lock that an owner
+ * renewal only tries (acquire.c).
  */
 static bool
 FenceLeaseHeldBy(const DlockRelations *rels, text *name, const LOCKTAG *tag,
 				 int64 token, DlockLease *lease, TimestampTz *now)
 {
-	LeaseFetch(rels, name, lease);
+	LeaseFetchSettled(rels, name, lease);
 	*now = GetCurrentTimestamp();
-	if (LeaseIsHeld(lease, *now) && lease->token == token)
-		return true;
+	if (LeaseIsHeld(lease, *now))
+		return lease->token == token;
 	NameLockWait(tag, DLOCK_LOCK_STATE);
 	LeaseFetch(rels, name, lease);
 	NameLockGiveBack(tag, DLOCK_LOCK_STATE);
@@ -101,17 +105,21 @@ FenceLeaseHeldBy(const DlockRelations *rels, text *name, const LOCKTAG *tag,
 /*
  * Is token the current unexpired holder of the lease?  On true, the lease
  * cannot change hands until this transaction ends.  With raise, a false
- * becomes an LK001 error.
+ * becomes an LK001 error.  role vouches for the token: it must act for the
+ * holder role, or the answer is 42501.  dlock_check and dlock_assert vouch
+ * as the current user; the fence as the role that declared the token, or
+ * for a token the row carries as the current user (see below).
  *
  * A transaction that already holds the name's check lock (an earlier check
  * that vouched, declare.c) does not take it again: taking it again would
  * only count it once more.  Everything else is done every time: the lease
  * row is read (a release or an expiry since the earlier check shows only
- * there) and the caller must act for the holder role (SET ROLE may have
- * changed the current user since).
+ * there) and role must act for the holder role (SET ROLE may have changed
+ * the current user since).
  */
 bool
-FenceCheck(const DlockRelations *rels, text *name, int64 token, bool raise)
+FenceCheck(const DlockRelations *rels, text *name, int64 token, Oid role,
+		   bool raise)
 {
 	LOCKTAG		tag;
 	DlockLease	lease;
@@ -123,7 +131,7 @@ FenceCheck(const DlockRelations *rels, text *name, int64 token, bool raise)
 	if (taken)
 		NameLockWait(&tag, DLOCK_LOCK_CHECK);
 	if (FenceLeaseHeldBy(rels, name, &tag, token, &lease, &now))
-		return FenceVouch(&tag, &lease, name, taken);
+		return FenceVouch(&tag, &lease, name, taken, role);
 
 	if (taken)
 		NameLockGiveBack(&tag, DLOCK_LOCK_CHECK);
@@ -173,10 +181,25 @@ FenceRemaining(const DlockRelations *rels, text *name, int64 token,
  * updated-columns list can tell.  Without a writer's token the write is
  * rejected; a NULL token is filled in from the declaration.
  *
+ * Who vouches for the writer's token.  A declared token is vouched for by
+ * the role that declared it (the current user of its dlock_assert), wherever
+ * the write runs: in a referential action, which PostgreSQL runs as the
+ * owner of the referencing table, or in a SECURITY DEFINER function.  A
+ * token the new row carries is vouched for by the current user, except in
+ * a referential action (ON DELETE/UPDATE CASCADE, SET NULL, SET DEFAULT:
+ * ri_triggers.c runs them with SECURITY_NOFORCE_RLS, which
+ * InNoForceRLSOperation() reports): there the token comes from whoever
+ * changed the referenced row, so it is never taken as the writer's; the
+ * write needs a declaration, and a token it carries must be the declared
+ * one.  The role must act for the holder role (FenceCheck).
+ *
  * The writer's token must hold the lease (FenceCheck, which keeps the check
  * lock to the end of the transaction) and must not be below the row's old
- * token, so a row's token never goes down.  An UPDATE that changes the
- * lock name column is checked against both locks.
+ * token, so a row's token never goes down.  Tokens are compared per lock:
+ * an UPDATE that changes the lock name column is checked against both
+ * locks, each with its own writer's token (the old row's token against the
+ * old lock's), and the new row gets the new lock's writer's token where the
+ * UPDATE leaves the token column alone (the old token is the old lock's).
  *
  * An UPDATE that moves a row to another partition fires BEFORE UPDATE on
  * the source partition, then BEFORE DELETE there, then BEFORE INSERT on the
@@ -216,14 +239,26 @@ typedef enum FenceNeed
 	FENCE_NEED_UNCHANGED,		/* an UPDATE that leaves the token alone */
 	FENCE_NEED_OLD_LOCK,		/* an UPDATE that moves the row off a lock */
 	FENCE_NEED_DELETE,
-	FENCE_NEED_TRUNCATE
+	FENCE_NEED_TRUNCATE,
+	FENCE_NEED_REFERENTIAL		/* a referential action writes the token */
 } FenceNeed;
 
+<<<<<<< HEAD
 /*
  * The attribute number of a column named in the trigger's arguments.  The
  * token column must hold every bigint: bigint itself or a domain over it
  * (tokens pass 2^31 at once: the first 1.1 token is about 1.8e15).
  */
+=======
+/* A writer's token, and the role that vouches for it (see above). */
+typedef struct FenceWriter
+{
+	int64		token;
+	Oid			role;
+} FenceWriter;
+
+/* The attribute number of a column named in the trigger's arguments. */
+>>>>>>> h4
 static int
 FenceColumn(Relation rel, const char *colname, const char *role,
 			Oid typid, Oid alt_typid)
@@ -441,19 +476,47 @@ FenceRejectUndeclared(const FenceConfig *cfg, text *lock, FenceNeed need)
 			 errdetail("The UPDATE moves the row off this lock, and this transaction has declared no token for it.") :
 			 need == FENCE_NEED_DELETE ?
 			 errdetail("A DELETE carries no token, and this transaction has declared no token for the lock.") :
+			 need == FENCE_NEED_REFERENTIAL ?
+			 errdetail("A token written by a referential action is not taken as the writer's, and this transaction has declared no token for the lock.") :
 			 errdetail("A TRUNCATE carries no token, and this transaction has declared no token for the lock."),
 			 errhint("Call dlock_assert(lock, token) earlier in the transaction to declare the token it writes with.")));
 }
 
-/* The token this transaction declared for lock; LK001 if none. */
-static int64
-FenceDeclared(const FenceConfig *cfg, text *lock, FenceNeed need)
+/*
+ * The token this transaction declared for lock, and the role that declared
+ * it, into *w; LK001 if none.
+ */
+static void
+FenceDeclared(const FenceConfig *cfg, text *lock, FenceNeed need,
+			  FenceWriter *w)
 {
-	int64		token;
-
-	if (!DeclaredTokenFor(lock, &token))
+	if (!DeclaredTokenFor(lock, &w->token, &w->role))
 		FenceRejectUndeclared(cfg, lock, need);
-	return token;
+}
+
+/*
+ * The writer of a row that carries token (not NULL, and for an UPDATE a new
+ * value), into *w: the token, vouched for by the current user; in a
+ * referential action, the declared token, which the row must carry.
+ */
+static void
+FenceCarried(const FenceConfig *cfg, text *lock, int64 token, FenceWriter *w)
+{
+	if (!InNoForceRLSOperation())
+	{
+		w->token = token;
+		w->role = GetUserId();
+		return;
+	}
+	FenceDeclared(cfg, lock, FENCE_NEED_REFERENTIAL, w);
+	if (w->token != token)
+		ereport(ERROR,
+				(errcode(ERRCODE_DLOCK_STALE_TOKEN),
+				 errmsg("fencing token %lld written to relation \"%s\" by a referential action is not the token declared for lock \"%s\"",
+						(long long) token, RelationGetRelationName(cfg->rel),
+						text_to_cstring(lock)),
+				 errdetail("This transaction declared token %lld for the lock; a referential action may write only the declared token.",
+						   (long long) w->token)));
 }
 
 /* A row's token never goes down: LK001 for a writer below it. */
@@ -549,7 +612,7 @@ FenceInsert(const DlockRelations *rels, const FenceConfig *cfg,
 	text	   *lock = FenceRowLock(cfg, tuple);
 	bool		isnull;
 	int64		token = FenceRowToken(cfg, tuple, &isnull);
-	int64		writer;
+	FenceWriter w;
 
 	if (move->stage == FENCE_MOVE_INSERT && !isnull &&
 		token == move->new_token &&
@@ -557,24 +620,56 @@ FenceInsert(const DlockRelations *rels, const FenceConfig *cfg,
 		cfg->rel->rd_rel->relispartition &&
 		FencePartitionRoot(RelationGetRelid(cfg->rel)) ==
 		FencePartitionRoot(move->relid))
-		writer = move->new_writer;
+	{
+		w.token = move->new_writer;
+		w.role = move->new_role;
+	}
 	else if (isnull)
 	{
-		writer = FenceDeclared(cfg, lock, FENCE_NEED_NULL);
-		tuple = FenceFillToken(cfg, tuple, writer);
+		FenceDeclared(cfg, lock, FENCE_NEED_NULL, &w);
+		tuple = FenceFillToken(cfg, tuple, w.token);
 	}
 	else
-		writer = token;
+		FenceCarried(cfg, lock, token, &w);
 	move->stage = FENCE_MOVE_NONE;
 
-	(void) FenceCheck(rels, lock, writer, true);
+	(void) FenceCheck(rels, lock, w.token, w.role, true);
 	return tuple;
+}
+
+/*
+ * The writer of the new row of an UPDATE, into *w: the new token if the
+ * statement changes it, else the token declared for the new row's lock.
+ */
+static void
+FenceUpdateWriter(const DlockRelations *rels, const FenceConfig *cfg,
+				  text *new_lock, int64 old_token, bool old_isnull,
+				  int64 new_token, bool new_isnull, FenceWriter *w)
+{
+	if (!new_isnull && (old_isnull || new_token != old_token))
+		FenceCarried(cfg, new_lock, new_token, w);
+	else if (!new_isnull && !rels->has_role_oid &&
+			 !DeclaredTokenFor(new_lock, &w->token, &w->role))
+	{
+		/*
+		 * Objects still at 1.0: 1.0's rule (the row's token) until ALTER
+		 * EXTENSION dlock UPDATE, so that installing the 1.1 library breaks
+		 * no application before its database is updated (the CHANGELOG and
+		 * docs/operations.md say so).
+		 */
+		w->token = new_token;
+		w->role = GetUserId();
+	}
+	else
+		FenceDeclared(cfg, new_lock,
+					  new_isnull ? FENCE_NEED_NULL : FENCE_NEED_UNCHANGED, w);
 }
 
 /*
  * BEFORE UPDATE: the new row's lock against the new token if the statement
  * changes it, else against the declared token; a changed lock name also
- * against the token declared for the old lock.
+ * against the token declared for the old lock.  Tokens are compared per
+ * lock (see above).
  */
 static HeapTuple
 FenceUpdate(const DlockRelations *rels, const FenceConfig *cfg,
@@ -583,55 +678,44 @@ FenceUpdate(const DlockRelations *rels, const FenceConfig *cfg,
 	FenceMove  *move = FencePendingMove();
 	text	   *new_lock = FenceRowLock(cfg, newtuple);
 	text	   *old_lock = FenceRowLock(cfg, oldtuple);
+	bool		moved = !DlockNamesEqual(old_lock, new_lock);
 	bool		old_isnull;
 	bool		new_isnull;
 	int64		old_token = FenceRowToken(cfg, oldtuple, &old_isnull);
 	int64		new_token = FenceRowToken(cfg, newtuple, &new_isnull);
-	int64		new_writer;
-	int64		old_writer;
+	FenceWriter nw;
+	FenceWriter ow;
 
 	move->stage = FENCE_MOVE_NONE;
 
-	if (!new_isnull && (old_isnull || new_token != old_token))
-		new_writer = new_token;
-	else if (!new_isnull && !rels->has_role_oid &&
-			 !DeclaredTokenFor(new_lock, &new_writer))
+	FenceUpdateWriter(rels, cfg, new_lock, old_token, old_isnull,
+					  new_token, new_isnull, &nw);
+	if (new_isnull || (moved && nw.token != new_token))
 	{
-		/*
-		 * Objects still at 1.0: 1.0's rule (the row's token) until ALTER
-		 * EXTENSION dlock UPDATE, so that installing the 1.1 library breaks
-		 * no application before its database is updated (the CHANGELOG and
-		 * docs/operations.md say so).
-		 */
-		new_writer = new_token;
+		newtuple = FenceFillToken(cfg, newtuple, nw.token);
+		new_token = nw.token;
 	}
-	else
-		new_writer = FenceDeclared(cfg, new_lock,
-								   new_isnull ? FENCE_NEED_NULL :
-								   FENCE_NEED_UNCHANGED);
-	if (new_isnull)
-	{
-		newtuple = FenceFillToken(cfg, newtuple, new_writer);
-		new_token = new_writer;
-	}
-	FenceNotBelow(new_lock, new_writer, old_token, old_isnull);
-	(void) FenceCheck(rels, new_lock, new_writer, true);
+	if (!moved)
+		FenceNotBelow(new_lock, nw.token, old_token, old_isnull);
+	(void) FenceCheck(rels, new_lock, nw.token, nw.role, true);
 
-	old_writer = new_writer;
-	if (!DlockNamesEqual(old_lock, new_lock))
+	ow = nw;
+	if (moved)
 	{
-		old_writer = FenceDeclared(cfg, old_lock, FENCE_NEED_OLD_LOCK);
-		FenceNotBelow(old_lock, old_writer, old_token, old_isnull);
-		(void) FenceCheck(rels, old_lock, old_writer, true);
+		FenceDeclared(cfg, old_lock, FENCE_NEED_OLD_LOCK, &ow);
+		FenceNotBelow(old_lock, ow.token, old_token, old_isnull);
+		(void) FenceCheck(rels, old_lock, ow.token, ow.role, true);
 	}
 
 	if (cfg->rel->rd_rel->relispartition)
 	{
 		move->relid = RelationGetRelid(cfg->rel);
 		move->tid = oldtuple->t_self;
-		move->old_writer = old_writer;
+		move->old_writer = ow.token;
+		move->old_role = ow.role;
 		move->new_token = new_token;
-		move->new_writer = new_writer;
+		move->new_writer = nw.token;
+		move->new_role = nw.role;
 		FenceMoveSetLock(move->old_lock, &move->old_len, old_lock);
 		FenceMoveSetLock(move->new_lock, &move->new_len, new_lock);
 		/* Without a fenced DELETE (a 1.0 trigger) the INSERT comes next. */
@@ -653,23 +737,24 @@ FenceDelete(const DlockRelations *rels, const FenceConfig *cfg,
 	text	   *lock = FenceRowLock(cfg, oldtuple);
 	bool		isnull;
 	int64		token = FenceRowToken(cfg, oldtuple, &isnull);
-	int64		writer;
+	FenceWriter w;
 
 	if (move->stage == FENCE_MOVE_DELETE &&
 		move->relid == RelationGetRelid(cfg->rel) &&
 		ItemPointerEquals(&move->tid, &oldtuple->t_self) &&
 		FenceMoveLockIs(move->old_lock, move->old_len, lock))
 	{
-		writer = move->old_writer;
+		w.token = move->old_writer;
+		w.role = move->old_role;
 		move->stage = FENCE_MOVE_INSERT;
 	}
 	else
 	{
 		move->stage = FENCE_MOVE_NONE;
-		writer = FenceDeclared(cfg, lock, FENCE_NEED_DELETE);
+		FenceDeclared(cfg, lock, FENCE_NEED_DELETE, &w);
 	}
-	FenceNotBelow(lock, writer, token, isnull);
-	(void) FenceCheck(rels, lock, writer, true);
+	FenceNotBelow(lock, w.token, token, isnull);
+	(void) FenceCheck(rels, lock, w.token, w.role, true);
 	return oldtuple;
 }
 
@@ -685,6 +770,7 @@ dlock_fence(PG_FUNCTION_ARGS)
 	const DlockRelations *rels;
 	const FenceConfig *cfg;
 	TriggerEvent event;
+	FenceWriter w;
 
 	if (!CALLED_AS_TRIGGER(fcinfo))
 		ereport(ERROR,
@@ -705,7 +791,7 @@ dlock_fence(PG_FUNCTION_ARGS)
 
 	/* BEFORE TRUNCATE, for the whole table. */
 	FencePendingMove()->stage = FENCE_MOVE_NONE;
-	(void) FenceCheck(rels, cfg->lock,
-					  FenceDeclared(cfg, cfg->lock, FENCE_NEED_TRUNCATE), true);
+	FenceDeclared(cfg, cfg->lock, FENCE_NEED_TRUNCATE, &w);
+	(void) FenceCheck(rels, cfg->lock, w.token, w.role, true);
 	return PointerGetDatum(NULL);
 }

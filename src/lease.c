@@ -315,6 +315,22 @@ LeaseFetch(const DlockRelations *rels, text *name, DlockLease *lease)
 }
 
 /*
+ * LeaseFetch for a caller that decides without the name's lock when the
+ * lease is held (api.c, fence.c).  A lookup that finds no row is made once
+ * more: an index scan that races a non-HOT update of the row can miss both
+ * of its versions, but a scan that starts after that update committed finds
+ * the new one.  A version that is found is the latest committed one when it
+ * is read.
+ */
+void
+LeaseFetchSettled(const DlockRelations *rels, text *name, DlockLease *lease)
+{
+	LeaseFetch(rels, name, lease);
+	if (!lease->found)
+		LeaseFetch(rels, name, lease);
+}
+
+/*
  * LeaseFetch for a write: the table lock is kept until the transaction
  * ends, so that the row's TID stays valid for LeaseStore and LeaseDelete.
  * A row that another transaction is deleting (dlock_cleanup gives the name's
@@ -369,18 +385,25 @@ LeaseHolder(const DlockLease *lease)
 }
 
 /*
- * May the caller act for the holder of the lease: is it that role, a member
- * of it, or a superuser?  The leases of a role that no longer exists are
- * left to superusers.
+ * May role act for the holder of the lease: is it that role, a member of
+ * it, or a superuser?  The leases of a role that no longer exists are left
+ * to superusers.
  */
 bool
-LeaseCallerActsForHolder(const DlockLease *lease)
+LeaseRoleActsForHolder(const DlockLease *lease, Oid role)
 {
 	Oid			holder = LeaseHolder(lease);
 
 	if (OidIsValid(holder))
-		return has_privs_of_role(GetUserId(), holder);
-	return superuser();
+		return has_privs_of_role(role, holder);
+	return superuser_arg(role);
+}
+
+/* May the current user act for the holder of the lease? */
+bool
+LeaseCallerActsForHolder(const DlockLease *lease)
+{
+	return LeaseRoleActsForHolder(lease, GetUserId());
 }
 
 /* Refuse to write a table that has triggers: they could change a lease. */
