@@ -243,13 +243,6 @@ typedef enum FenceNeed
 	FENCE_NEED_REFERENTIAL		/* a referential action writes the token */
 } FenceNeed;
 
-<<<<<<< HEAD
-/*
- * The attribute number of a column named in the trigger's arguments.  The
- * token column must hold every bigint: bigint itself or a domain over it
- * (tokens pass 2^31 at once: the first 1.1 token is about 1.8e15).
- */
-=======
 /* A writer's token, and the role that vouches for it (see above). */
 typedef struct FenceWriter
 {
@@ -257,8 +250,11 @@ typedef struct FenceWriter
 	Oid			role;
 } FenceWriter;
 
-/* The attribute number of a column named in the trigger's arguments. */
->>>>>>> h4
+/*
+ * The attribute number of a column named in the trigger's arguments.  The
+ * token column must hold every bigint: bigint itself or a domain over it
+ * (tokens pass 2^31 at once: the first 1.1 token is about 1.8e15).
+ */
 static int
 FenceColumn(Relation rel, const char *colname, const char *role,
 			Oid typid, Oid alt_typid)
