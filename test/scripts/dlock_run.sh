@@ -721,10 +721,10 @@ check "lost: the message says what dlock-run cannot reach" test $? -eq 0
 # Ctrl-Z at a terminal (a real pty): the whole job stops, and goes on only
 # once the lease is confirmed
 # ---------------------------------------------------------------------------
-# pty.py CTL OUT ERR COMMAND...: run COMMAND as the foreground job of a new
+# ptyjob.py CTL OUT ERR COMMAND...: run COMMAND as the foreground job of a new
 # pty (stdout, stderr to files); its pid in CTL.pid; ^Z is typed on the
 # terminal each time CTL.z appears; COMMAND's exit status ends in CTL.rc.
-cat >"$work/pty.py" <<'EOF'
+cat >"$work/ptyjob.py" <<'EOF'
 import os, pty, select, sys
 ctl, out, err = sys.argv[1:4]
 pid, fd = pty.fork()
@@ -751,11 +751,11 @@ while True:
         break
 EOF
 
-# ptyrun CTL COMMAND...: start pty.py in the background; dlock-run's pid in $bg.
+# ptyrun CTL COMMAND...: start ptyjob.py in the background; dlock-run's pid in $bg.
 ptyrun() {
 	local ctl=$1
 	shift
-	"$PY" "$work/pty.py" "$ctl" "$ctl.out" "$ctl.err" "$@" &
+	"$PY" "$work/ptyjob.py" "$ctl" "$ctl.out" "$ctl.err" "$@" &
 	pids+=($!)
 	await "$ctl.pid" 10
 	bg=$(cat "$ctl.pid")
