@@ -284,6 +284,8 @@ Finish(void)
 		Log("warning", "the command exited with status %d and left processes running, "
 			"which dlock-run ended before it let go of the lease: %s",
 			status, left_behind);
+	if (left_behind[0] != '\0' && !lease.lost)
+		HintEscapes();
 	if (lease.lost)
 	{
 		Log("error", "the command ended with status %d after the lease on \"%s\" was lost; "
@@ -297,6 +299,7 @@ Finish(void)
 		Log("error", "the lease on \"%s\" (token %s) was lost before the command ended "
 			"(it expired, or was released or taken over); the command ended with status %d",
 			opts.name, lease.token, status);
+		HintEscapes();
 		exit(opts.lost_exit_code);
 	}
 	if (!answered && lease.verify)
@@ -304,6 +307,7 @@ Finish(void)
 		Log("error", "the lease on \"%s\" (token %s) may have been lost while the command ran "
 			"(dlock-run was stalled and could not ask the server); the command ended "
 			"with status %d", opts.name, lease.token, status);
+		HintEscapes();
 		exit(opts.lost_exit_code);
 	}
 	DropConnection();

@@ -45,8 +45,8 @@ Usage(void)
 		   "      --lost-exit-code=N       exit status when the lease is lost (default %d)\n"
 		   "  -s, --signal=SIGNAL          signal COMMAND gets when the lease is lost or its\n"
 		   "                               deadline passes (default TERM)\n"
-		   "  -k, --kill-after=DURATION    then send KILL to its process group if it still runs\n"
-		   "                               after DURATION (default %s; 0: never)\n"
+		   "  -k, --kill-after=DURATION    then send KILL to COMMAND and every process it started\n"
+		   "                               if any still runs after DURATION (default %s; 0: never)\n"
 		   "      --foreground             keep COMMAND in dlock-run's process group, for\n"
 		   "                               commands that read the terminal\n"
 		   "  -v, --verbose                report what happens to the lease on stderr\n\n",

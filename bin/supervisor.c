@@ -208,7 +208,13 @@ SuspendJob(int signo)
 	Verbose("%s: stopped %d process%s of the command; stopping dlock-run",
 			SignalNameOf(signo), n, n == 1 ? "" : "es");
 	(void) raise(SIGSTOP);
-	/* continued (SIGCONT): ask the server before anything goes on */
+
+	/*
+	 * Continued.  With --foreground the shell's SIGCONT reached the
+	 * command's group too: stop it again at once.  Supervise asks the
+	 * server before anything goes on.
+	 */
+	(void) SignalDescendants(SIGSTOP);
 	resumed = true;
 }
 

@@ -772,6 +772,7 @@ if "$PY" -c 'import pty' 2>/dev/null; then
 	p=$bg
 	await "$c.f.pid" 10 && await "$c.f" 10
 	gc=$(cat "$c.f.pid")
+	pids+=("$gc")
 	touch "$c.z"
 	check "^Z: the command's grandchild (another process group) is stopped" await_state "$gc" T 5
 	check "^Z: dlock-run itself is stopped" await_state "$p" T 5
@@ -807,6 +808,7 @@ if "$PY" -c 'import pty' 2>/dev/null; then
 	p=$bg
 	await "$c.f.pid" 10 && await "$c.f" 10
 	gc=$(cat "$c.f.pid")
+	pids+=("$gc")
 	touch "$c.z"
 	await_state "$gc" T 5 && await_state "$p" T 5
 	check "^Z again: the job is stopped" test "$(state "$gc")$(state "$p")" = TT
