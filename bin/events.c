@@ -227,15 +227,16 @@ SignalHandler(int signo, siginfo_t *info, void *context)
 }
 
 /*
- * Catch: install SignalHandler for signo unless it was ignored at start.
+ * Catch: install SignalHandler for signo, unless it was ignored at start
+ * and keep_ignored.
  */
 static void
-Catch(int signo, int flags)
+Catch(int signo, int flags, bool keep_ignored)
 {
 	struct sigaction sa;
 	struct sigaction old;
 
-	if (sigaction(signo, NULL, &old) == 0 && old.sa_handler == SIG_IGN)
+	if (keep_ignored && sigaction(signo, NULL, &old) == 0 && old.sa_handler == SIG_IGN)
 	{
 		ignored_at_start[signo] = true;
 		return;
@@ -275,10 +276,11 @@ SetUpSignals(void)
 		fcntl(signal_pipe[j], F_SETFD, FD_CLOEXEC);
 	}
 	for (i = 0; i < n_forwarded_signals; i++)
-		Catch(forwarded_signals[i], SA_RESTART);
+		Catch(forwarded_signals[i], SA_RESTART, true);
 	for (i = 0; i < lengthof(stop_signals); i++)
-		Catch(stop_signals[i], 0);
-	Catch(SIGCHLD, SA_RESTART | SA_NOCLDSTOP);
+		Catch(stop_signals[i], 0, true);
+	/* even if ignored: an ignored SIGCHLD would reap the command for us */
+	Catch(SIGCHLD, SA_RESTART | SA_NOCLDSTOP, false);
 	return true;
 }
 
