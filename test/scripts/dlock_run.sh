@@ -824,6 +824,37 @@ if "$PY" -c 'import pty' 2>/dev/null; then
 	grep -q 'while the command was stopped' "$c.err"
 	check "lost while stopped: reported on stderr" test $? -eq 0
 	echo "# lost while stopped: dlock-run exited $(( (t1 - t0) / 1000000 )) ms after SIGCONT"
+
+	# --foreground: the shell's SIGCONT goes to the whole process group,
+	# the command included; dlock-run stops it again, and the grandchild in
+	# a group of its own stays stopped, until the lease is confirmed.
+	c=$work/tstp3
+	ptyrun "$c" "$RUN" -v --foreground --name tstp3 --ttl 20s -- \
+		sh -c 'echo $$ >"$1.sh"; timeout 120 "$0" "$1"' "$work/loop.sh" "$c.f"
+	p=$bg
+	await "$c.f.pid" 10 && await "$c.f" 10
+	gc=$(cat "$c.f.pid")
+	cmd=$(cat "$c.f.sh")
+	pids+=("$gc")
+	touch "$c.z"
+	await_state "$gc" T 5 && await_state "$p" T 5
+	check "--foreground, ^Z: the job is stopped" test "$(state "$gc")$(state "$p")" = TT
+	psql -X -q -d postgres -v ON_ERROR_STOP=1 \
+		-c "ALTER DATABASE $DB ALLOW_CONNECTIONS false" \
+		-c "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = '$DB' AND application_name = 'dlock-run'" >/dev/null
+	kill -CONT -- "-$p"
+	sleep 2
+	is "$(state "$cmd")$(state "$gc")" TT \
+		"--foreground, SIGCONT to the group with the server unreachable: the command and its grandchild are stopped"
+	psql -X -q -d postgres -c "ALTER DATABASE $DB ALLOW_CONNECTIONS true" >/dev/null
+	if await_state "$gc" S 10 || [ "$(state "$gc")" = R ]; then
+		ok "--foreground: the lease confirmed, the grandchild goes on"
+	else
+		not_ok "--foreground: the lease confirmed, the grandchild goes on" "state $(state "$gc")" "$(cat "$c.err")"
+	fi
+	kill -TERM "$p"
+	await "$c.rc" 15
+	check "--foreground: after SIGTERM, nothing of the job is left" gone "$gc" 3
 else
 	ok "^Z at a terminal # SKIP $PY has no pty module"
 fi
@@ -845,6 +876,10 @@ else
 fi
 kill -TERM "$p"
 reap "$p"
+
+# SIGCHLD ignored by dlock-run's parent: dlock-run still sees its command end.
+env --ignore-signal=CHLD "$RUN" --name chld --ttl 10s -- sh -c 'exit 3'
+is "$?" 3 "SIGCHLD ignored at start: the command's exit status is still dlock-run's"
 
 # The exit statuses are documented where users look.
 out=$("$RUN" --help)
