@@ -877,8 +877,9 @@ fi
 kill -TERM "$p"
 reap "$p"
 
-# SIGCHLD ignored by dlock-run's parent: dlock-run still sees its command end.
-env --ignore-signal=CHLD "$RUN" --name chld --ttl 10s -- sh -c 'exit 3'
+# SIGCHLD ignored by dlock-run's parent: dlock-run still sees its command end
+# (were SIGCHLD left ignored, it would wait for ever: timeout(1) ends that).
+timeout -k 2 20 env --ignore-signal=CHLD "$RUN" --name chld --ttl 10s -- sh -c 'exit 3'
 is "$?" 3 "SIGCHLD ignored at start: the command's exit status is still dlock-run's"
 
 # The exit statuses are documented where users look.
