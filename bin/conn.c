@@ -18,66 +18,17 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "dlock-run.h"
 
 PGconn	   *conn = NULL;
-
-/* durations in seconds, as the server read them */
-double		ttl_secs;
-double		wait_secs;
-double		renew_secs;
-double		kill_secs;
 
 /* the statements that call dlock (see BuildQueries) */
 static char sql_acquire[1024];
 static char sql_renew[1024];
 static char sql_release[1024];
 static char sql_remaining[1024];
-
-/*
- * Now: seconds on CLOCK_BOOTTIME, which (unlike CLOCK_MONOTONIC) keeps
- * counting while the machine is suspended.  Every deadline uses it.
- */
-double
-Now(void)
-{
-	struct timespec ts;
-
-#ifdef CLOCK_BOOTTIME
-	if (clock_gettime(CLOCK_BOOTTIME, &ts) != 0)
-#endif
-		clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double) ts.tv_sec + (double) ts.tv_nsec / 1e9;
-}
-
-/*
- * WallNow: seconds on the wall clock, only to notice a stall that stopped
- * CLOCK_BOOTTIME too (a paused virtual machine whose clock is set right
- * afterwards).
- */
-double
-WallNow(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (double) ts.tv_sec + (double) ts.tv_nsec / 1e9;
-}
-
-/*
- * Earliest: the earlier of two deadlines, NO_DEADLINE being the latest.
- */
-double
-Earliest(double a, double b)
-{
-	if (a < 0)
-		return b;
-	if (b < 0)
-		return a;
-	return a < b ? a : b;
-}
+static char sql_holder[1024];
 
 /*
  * ConnectStart: start connecting with the user's options; the order of
@@ -424,7 +375,6 @@ BuildQueries(void)
 	snprintf(sql_release, sizeof(sql_release),
 			 "SELECT %s%sdlock_release($1::pg_catalog.text, $2::pg_catalog.int8)",
 			 prefix, dot);
-	/* the longest of the four */
 	n = snprintf(sql_remaining, sizeof(sql_remaining),
 				 "SELECT %s%sdlock_check($1::pg_catalog.text, $2::pg_catalog.int8), "
 				 "(SELECT pg_catalog.max(pg_catalog.date_part('epoch', l.expires_at "
@@ -432,60 +382,77 @@ BuildQueries(void)
 				 "FROM %s%sdlock_leases l WHERE l.name OPERATOR(pg_catalog.=) $1::pg_catalog.text "
 				 "AND l.token OPERATOR(pg_catalog.=) $2::pg_catalog.int8)",
 				 prefix, dot, prefix, dot);
+	if (n >= 0 && (size_t) n < sizeof(sql_remaining))
+		n = snprintf(sql_holder, sizeof(sql_holder),
+					 "SELECT l.role::pg_catalog.text, l.owner, l.expires_at::pg_catalog.text, "
+					 "pg_catalog.date_part('epoch', l.expires_at "
+					 "OPERATOR(pg_catalog.-) pg_catalog.clock_timestamp()) "
+					 "FROM (SELECT) AS one LEFT JOIN %s%sdlock_leases l "
+					 "ON l.name OPERATOR(pg_catalog.=) $1::pg_catalog.text AND l.held",
+					 prefix, dot);
 	if (quoted != NULL)
 		PQfreemem(quoted);
-	if (n < 0 || (size_t) n >= sizeof(sql_remaining))
+	if (n < 0 || (size_t) n >= sizeof(sql_holder))
 		UsageError("invalid value \"%s\" for option --schema: too long", opts.schema);
 }
 
 /*
- * ReadDuration: the length of a DURATION in seconds, as the server reads
- * the interval (months and days counted on the calendar from now).
- * Exits on a bad value.
+ * QueryDuration: the length of a DURATION in seconds, as the server reads
+ * the interval (months and days counted on the calendar from now), in
+ * *secs when the outcome is QUERY_OK.  On QUERY_ERROR *res holds the error.
  */
-double
-ReadDuration(const char *option, const char *text)
+QueryOutcome
+QueryDuration(const char *text, double *secs, PGresult **res, char **errmsg)
 {
 	const char *params[1];
-	PGresult   *res;
-	char	   *errmsg;
-	double		secs;
 	QueryOutcome outcome;
 
 	params[0] = text;
+	*secs = 0;
 	outcome = RunQuery(conn,
 					   "SELECT pg_catalog.date_part('epoch', "
 					   "(pg_catalog.now() OPERATOR(pg_catalog.+) $1::pg_catalog.interval) "
 					   "OPERATOR(pg_catalog.-) pg_catalog.now())",
-					   1, params, NO_DEADLINE, true, &res, &errmsg);
-	if (outcome == QUERY_INTERRUPTED || interrupt_signal != 0)
-		ExitInterrupted();
-	if (outcome == QUERY_ERROR && strncmp(SqlState(res), "22", 2) == 0)
-		UsageError("invalid value \"%s\" for option %s: %s", text, option, errmsg);
-	if (outcome != QUERY_OK)
+					   1, params, NO_DEADLINE, true, res, errmsg);
+	if (outcome == QUERY_OK)
 	{
-		Log("error", "could not read option %s: %s", option, errmsg);
-		exit(EXIT_UNAVAILABLE);
+		*secs = strtod(PQgetvalue(*res, 0, 0), NULL);
+		PQclear(*res);
+		*res = NULL;
 	}
-	secs = strtod(PQgetvalue(res, 0, 0), NULL);
-	PQclear(res);
-	return secs;
+	return outcome;
 }
 
 /*
  * QueryAcquire: dlock_acquire(name, ttl, wait, owner); the caller looks at
- * the result.
+ * the result.  owner NULL: anonymous.
  */
 QueryOutcome
-QueryAcquire(double deadline, PGresult **res, char **errmsg)
+QueryAcquire(const char *name, const char *ttl, const char *wait, const char *owner,
+			 double deadline, PGresult **res, char **errmsg)
 {
 	const char *params[4];
 
-	params[0] = opts.name;
-	params[1] = opts.ttl;
-	params[2] = opts.wait;
-	params[3] = opts.owner;		/* NULL: anonymous */
+	params[0] = name;
+	params[1] = ttl;
+	params[2] = wait;
+	params[3] = owner;
 	return RunQuery(conn, sql_acquire, 4, params, deadline, true, res, errmsg);
+}
+
+/*
+ * QueryHolder: who holds the lease on name, as dlock_leases shows it to
+ * this role: one row of role, owner, expires_at (as text) and the seconds
+ * left, all NULL if the lease is not held now (dlock_lease's key is the
+ * name: one row at most).  The caller clears *res.
+ */
+QueryOutcome
+QueryHolder(const char *name, double deadline, PGresult **res, char **errmsg)
+{
+	const char *params[1];
+
+	params[0] = name;
+	return RunQuery(conn, sql_holder, 1, params, deadline, false, res, errmsg);
 }
 
 /*
@@ -493,18 +460,14 @@ QueryAcquire(double deadline, PGresult **res, char **errmsg)
  * one boolean, in *answer when the outcome is QUERY_OK.
  */
 static QueryOutcome
-QueryBoolean(const char *sql, bool with_ttl, double deadline, bool interruptible,
-			 bool *answer, char **errmsg)
+QueryBoolean(const char *sql, const char *const *params, int nparams, double deadline,
+			 bool interruptible, bool *answer, char **errmsg)
 {
-	const char *params[3];
 	PGresult   *res = NULL;
 	QueryOutcome outcome;
 
-	params[0] = opts.name;
-	params[1] = lease.token;
-	params[2] = opts.ttl;
 	*answer = false;
-	outcome = RunQuery(conn, sql, with_ttl ? 3 : 2, params, deadline, interruptible,
+	outcome = RunQuery(conn, sql, nparams, params, deadline, interruptible,
 					   &res, errmsg);
 	if (outcome == QUERY_OK)
 		*answer = strcmp(PQgetvalue(res, 0, 0), "t") == 0;
@@ -517,18 +480,29 @@ QueryBoolean(const char *sql, bool with_ttl, double deadline, bool interruptible
  * QueryRenew: dlock_renew(name, token, ttl).
  */
 QueryOutcome
-QueryRenew(double deadline, bool interruptible, bool *renewed, char **errmsg)
+QueryRenew(const char *name, const char *token, const char *ttl, double deadline,
+		   bool interruptible, bool *renewed, char **errmsg)
 {
-	return QueryBoolean(sql_renew, true, deadline, interruptible, renewed, errmsg);
+	const char *params[3];
+
+	params[0] = name;
+	params[1] = token;
+	params[2] = ttl;
+	return QueryBoolean(sql_renew, params, 3, deadline, interruptible, renewed, errmsg);
 }
 
 /*
  * QueryRelease: dlock_release(name, token).
  */
 QueryOutcome
-QueryRelease(double deadline, bool interruptible, bool *released, char **errmsg)
+QueryRelease(const char *name, const char *token, double deadline,
+			 bool interruptible, bool *released, char **errmsg)
 {
-	return QueryBoolean(sql_release, false, deadline, interruptible, released, errmsg);
+	const char *params[2];
+
+	params[0] = name;
+	params[1] = token;
+	return QueryBoolean(sql_release, params, 2, deadline, interruptible, released, errmsg);
 }
 
 /*
@@ -537,14 +511,15 @@ QueryRelease(double deadline, bool interruptible, bool *released, char **errmsg)
  * holds it but dlock_leases does not show this role the expiry.
  */
 QueryOutcome
-QueryRemaining(double deadline, double *remaining, char **errmsg)
+QueryRemaining(const char *name, const char *token, double deadline,
+			   double *remaining, char **errmsg)
 {
 	const char *params[2];
 	PGresult   *res = NULL;
 	QueryOutcome outcome;
 
-	params[0] = opts.name;
-	params[1] = lease.token;
+	params[0] = name;
+	params[1] = token;
 	*remaining = 0;
 	outcome = RunQuery(conn, sql_remaining, 2, params, deadline, false, &res, errmsg);
 	if (outcome == QUERY_OK && strcmp(PQgetvalue(res, 0, 0), "t") == 0)

@@ -10,27 +10,38 @@
  * a lease dlock-run no longer holds.  It fails closed: when it cannot be
  * sure the lease is held, the command is stopped and the exit status is 70.
  *
- * Files:
- *	 main.c			the run from start to end: acquire, run, release, exit status
- *	 options.c		the command line, --help
- *	 conn.c			the connection, queries with deadlines, dlock's statements
- *	 supervisor.c	the command (child, process group, signals) and the
- *					lease's deadline while it runs
+ * Files, each using only those listed above it (no file calls one below it):
+ *	 events.c		the leaf: clocks, the self-pipe and signal handlers, the one
+ *					place that waits (WaitEvent), signal names; what the others
+ *					want done on a signal or a fatal error they register as hooks
  *	 output.c		messages on stderr that never block or end dlock-run
+ *	 options.c		the command line, --help
+ *	 descendants.c	every process the command started, found in /proc and
+ *					signalled through pidfds
+ *	 conn.c			the connection, queries with deadlines, dlock's statements
+ *	 supervisor.c	the command (child, descendants, signals, Ctrl-Z) and the
+ *					lease's deadline while it runs
+ *	 main.c			the run from start to end: acquire, run, release, exit status
  *
  * Protocol (the one thing to keep in mind when changing these files):
  *
  * - Processes.  libpq is used in this process only.  The command is forked
  *   and exec'd at once; unless --foreground, it leads a process group of its
- *   own, and every signal dlock-run sends goes to that whole group.  On Linux
- *   dlock-run is a child subreaper, and the command gets SIGKILL if
- *   dlock-run itself dies (PR_SET_PDEATHSIG).  dlock-run does not exit while
- *   anything is left in the command's process group.
+ *   own, and a signal dlock-run passes on goes to that whole group.  On
+ *   Linux dlock-run is a child subreaper, so everything the command starts
+ *   stays dlock-run's descendant, in whatever process group or session; the
+ *   lease-lost signal, SIGKILL and the stop and continue of Ctrl-Z go to
+ *   every descendant (descendants.c), and dlock-run does not release the
+ *   lease or exit while any descendant runs.  The command gets SIGKILL if
+ *   dlock-run itself dies (PR_SET_PDEATHSIG); its descendants do not.
  *
  * - Signals.  A handler writes each signal number into a non-blocking
  *   self-pipe; the only place that waits (WaitEvent) polls that pipe with
- *   the server socket and a deadline, and handles the signals that arrived.
- *   SIGPIPE is ignored: a write to a closed pipe fails instead.
+ *   the server socket and a deadline, and hands the signals that arrived to
+ *   the hook the supervisor registered.  SIGPIPE is ignored: a write to a
+ *   closed pipe fails instead.  SIGTSTP, SIGTTIN and SIGTTOU stop every
+ *   descendant, then dlock-run; when dlock-run is continued, the lease is
+ *   confirmed with the server before the descendants are continued.
  *
  * - Time.  Local deadlines run on CLOCK_BOOTTIME, which keeps counting
  *   while the machine is suspended.  The lease's local deadline is the
@@ -145,13 +156,30 @@ typedef struct Lease
 	char		last_error[512];	/* why the last one failed */
 } Lease;
 
-/* options.c */
-extern Options opts;
-extern const char *progname;
-extern void ParseOptions(int argc, char **argv);
+/* events.c: the leaf */
+typedef bool (*SignalHook) (int signo, bool from_kernel);
+typedef void (*FatalHook) (const char *msg);
+extern const int forwarded_signals[];
+extern const size_t n_forwarded_signals;
+extern int	interrupt_signal;
+extern bool ignored_at_start[NSIG];
+extern double Now(void);
+extern double WallNow(void);
+extern double Earliest(double a, double b);
 extern const char *SignalNameOf(int signo);
+extern int	ParseSignal(const char *arg);
+extern bool IsStopSignal(int signo);
+extern void SetSignalHook(SignalHook hook);
+extern void SetFatalHook(FatalHook hook);
+extern void Fatal(const char *msg) __attribute__((noreturn));
+extern bool SetUpSignals(void);
+extern void BlockSignals(bool block, sigset_t *old);
+extern void ResetSignalsForExec(void);
+extern bool WaitEvent(int sock, short events, double deadline);
 
 /* output.c */
+extern const char *progname;
+extern bool verbose;
 extern void ProtectStandardFds(void);
 extern void Log(const char *level, const char *fmt,...)
 			__attribute__((format(printf, 2, 3)));
@@ -163,35 +191,50 @@ extern void UsageError(const char *fmt,...)
 			__attribute__((format(printf, 1, 2), noreturn));
 extern char *CopyMessage(const char *msg);
 
+/* options.c */
+extern Options opts;
+extern void ParseOptions(int argc, char **argv);
+
+/* descendants.c */
+extern void ScanDescendants(void);
+extern int	SignalDescendants(int signo);
+extern int	CountDescendants(void);
+extern void DescribeDescendants(pid_t except, char *buf, size_t len);
+
 /* conn.c */
 extern PGconn *conn;
+extern bool EnsureConnection(double deadline, bool interruptible, char **errmsg);
+extern void DropConnection(void);
+extern void BuildQueries(void);
+extern const char *SqlState(const PGresult *res);
+extern QueryOutcome QueryDuration(const char *text, double *secs, PGresult **res,
+								  char **errmsg);
+extern QueryOutcome QueryAcquire(const char *name, const char *ttl, const char *wait,
+								 const char *owner, double deadline, PGresult **res,
+								 char **errmsg);
+extern QueryOutcome QueryHolder(const char *name, double deadline, PGresult **res,
+								char **errmsg);
+extern QueryOutcome QueryRenew(const char *name, const char *token, const char *ttl,
+							   double deadline, bool interruptible, bool *renewed,
+							   char **errmsg);
+extern QueryOutcome QueryRelease(const char *name, const char *token,
+								 double deadline, bool interruptible, bool *released,
+								 char **errmsg);
+extern QueryOutcome QueryRemaining(const char *name, const char *token,
+								   double deadline, double *remaining, char **errmsg);
+
+/* supervisor.c */
+extern Lease lease;
+extern int	child_status;
 extern double ttl_secs;
 extern double wait_secs;
 extern double renew_secs;
 extern double kill_secs;
-extern double Now(void);
-extern double WallNow(void);
-extern double Earliest(double a, double b);
-extern bool EnsureConnection(double deadline, bool interruptible, char **errmsg);
-extern void DropConnection(void);
-extern void BuildQueries(void);
-extern double ReadDuration(const char *option, const char *text);
-extern const char *SqlState(const PGresult *res);
-extern QueryOutcome QueryAcquire(double deadline, PGresult **res, char **errmsg);
-extern QueryOutcome QueryRenew(double deadline, bool interruptible, bool *renewed,
-							   char **errmsg);
-extern QueryOutcome QueryRelease(double deadline, bool interruptible, bool *released,
-								 char **errmsg);
-extern QueryOutcome QueryRemaining(double deadline, double *remaining, char **errmsg);
-
-/* supervisor.c */
-extern Lease lease;
-extern int	interrupt_signal;
-extern int	child_status;
-extern void SetUpSignals(void);
-extern bool WaitEvent(int sock, short events, double deadline);
+extern char left_behind[512];
 extern void ExitInterrupted(void) __attribute__((noreturn));
 extern void Die(int code) __attribute__((noreturn));
+extern void FatalError(const char *msg) __attribute__((noreturn));
+extern void HintEscapes(void);
 extern double DeadlineMargin(void);
 extern bool StartCommand(void);
 extern void Supervise(void);

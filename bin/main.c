@@ -52,6 +52,39 @@ AcquireFailed(QueryOutcome outcome, const char *sqlstate, const char *errmsg)
 }
 
 /*
+ * SayBusy: with --verbose (busy is quiet otherwise, as with flock -n), say
+ * who holds the lease (the role, and the owner label if any) and until
+ * when, as far as dlock_leases shows this role; just that it is busy if it
+ * cannot (no privilege on the view, the lease released meanwhile).
+ */
+static void
+SayBusy(void)
+{
+	PGresult   *res = NULL;
+	char	   *errmsg = NULL;
+	QueryOutcome outcome;
+
+	if (!opts.verbose)
+		return;
+	outcome = QueryHolder(opts.name, Now() + CANCEL_WAIT, &res, &errmsg);
+	if (outcome != QUERY_OK || PQgetisnull(res, 0, 2))
+		Verbose("lock \"%s\" is busy", opts.name);
+	else
+	{
+		const char *role = PQgetisnull(res, 0, 0) ? NULL : PQgetvalue(res, 0, 0);
+		const char *owner = PQgetisnull(res, 0, 1) ? NULL : PQgetvalue(res, 0, 1);
+
+		Verbose("lock \"%s\" is busy: held by %s%s%s%s%s until %s (%.1f s from now)",
+			opts.name, role ? "role " : "", role ? role : "an unknown role",
+			owner ? " (owner \"" : "", owner ? owner : "", owner ? "\")" : "",
+			PQgetvalue(res, 0, 2), strtod(PQgetvalue(res, 0, 3), NULL));
+	}
+	if (res != NULL)
+		PQclear(res);
+	free(errmsg);
+}
+
+/*
  * Acquire: take the lease, or exit (busy, error, interrupted).
  */
 static void
@@ -63,7 +96,8 @@ Acquire(void)
 	QueryOutcome outcome;
 
 	sent = Now();
-	outcome = QueryAcquire(sent + wait_secs + ACQUIRE_SLACK, &res, &errmsg);
+	outcome = QueryAcquire(opts.name, opts.ttl, opts.wait, opts.owner,
+						   sent + wait_secs + ACQUIRE_SLACK, &res, &errmsg);
 	if (outcome != QUERY_OK)
 		AcquireFailed(outcome, SqlState(res), errmsg);
 	if (PQgetisnull(res, 0, 0))
@@ -71,7 +105,7 @@ Acquire(void)
 		PQclear(res);
 		if (interrupt_signal != 0)
 			ExitInterrupted();
-		Verbose("lock \"%s\" is busy", opts.name);
+		SayBusy();
 		exit(opts.conflict_exit_code);
 	}
 	acquire_sent = sent;
@@ -101,7 +135,8 @@ Release(double deadline, bool interruptible, bool *released)
 	{
 		outcome = QUERY_BROKEN;
 		if (EnsureConnection(deadline, interruptible, &errmsg))
-			outcome = QueryRelease(deadline, interruptible, released, &errmsg);
+			outcome = QueryRelease(opts.name, lease.token, deadline, interruptible,
+								   released, &errmsg);
 		if (outcome == QUERY_OK)
 		{
 			if (*released)
@@ -153,11 +188,13 @@ ConfirmLease(void)
 
 	if (renew_secs > 0)
 	{
-		outcome = QueryRenew(sent + ttl_secs, true, &renewed, &errmsg);
+		outcome = QueryRenew(opts.name, lease.token, opts.ttl, sent + ttl_secs, true,
+							 &renewed, &errmsg);
 		remaining = renewed ? ttl_secs : 0;
 	}
 	else
-		outcome = QueryRemaining(sent + ttl_secs, &remaining, &errmsg);
+		outcome = QueryRemaining(opts.name, lease.token, sent + ttl_secs, &remaining,
+								 &errmsg);
 	if (outcome == QUERY_OK && remaining == 0)
 	{
 		Log("error", "lost the lease on \"%s\" (token %s) before the command started: "
@@ -175,6 +212,31 @@ ConfirmLease(void)
 	if (remaining > 0)
 		lease.deadline = sent + remaining - DeadlineMargin();
 	lease.next_renew = sent + renew_secs;
+}
+
+/*
+ * ReadDuration: the length of a DURATION option in seconds, as the server
+ * reads it.  Exits on a bad value.
+ */
+static double
+ReadDuration(const char *option, const char *text)
+{
+	PGresult   *res = NULL;
+	char	   *errmsg = NULL;
+	double		secs;
+	QueryOutcome outcome;
+
+	outcome = QueryDuration(text, &secs, &res, &errmsg);
+	if (outcome == QUERY_INTERRUPTED || interrupt_signal != 0)
+		ExitInterrupted();
+	if (outcome == QUERY_ERROR && strncmp(SqlState(res), "22", 2) == 0)
+		UsageError("invalid value \"%s\" for option %s: %s", text, option, errmsg);
+	if (outcome != QUERY_OK)
+	{
+		Log("error", "could not read option %s: %s", option, errmsg);
+		exit(EXIT_UNAVAILABLE);
+	}
+	return secs;
 }
 
 /*
@@ -218,10 +280,17 @@ Finish(void)
 		WIFSIGNALED(child_status) ? 128 + WTERMSIG(child_status) : 1;
 	Verbose("the command exited with status %d", status);
 
+	if (left_behind[0] != '\0')
+		Log("warning", "the command exited with status %d and left processes running, "
+			"which dlock-run ended before it let go of the lease: %s",
+			status, left_behind);
+	if (left_behind[0] != '\0' && !lease.lost)
+		HintEscapes();
 	if (lease.lost)
 	{
-		Log("error", "the command ended with status %d after the lease on \"%s\" was lost",
-			status, opts.name);
+		Log("error", "the command ended with status %d after the lease on \"%s\" was lost; "
+			"no process it started is left", status, opts.name);
+		HintEscapes();
 		exit(opts.lost_exit_code);
 	}
 	answered = Release(Now() + RELEASE_WAIT, true, &released);
@@ -230,6 +299,7 @@ Finish(void)
 		Log("error", "the lease on \"%s\" (token %s) was lost before the command ended "
 			"(it expired, or was released or taken over); the command ended with status %d",
 			opts.name, lease.token, status);
+		HintEscapes();
 		exit(opts.lost_exit_code);
 	}
 	if (!answered && lease.verify)
@@ -237,6 +307,7 @@ Finish(void)
 		Log("error", "the lease on \"%s\" (token %s) may have been lost while the command ran "
 			"(dlock-run was stalled and could not ask the server); the command ended "
 			"with status %d", opts.name, lease.token, status);
+		HintEscapes();
 		exit(opts.lost_exit_code);
 	}
 	DropConnection();
@@ -249,7 +320,9 @@ main(int argc, char **argv)
 	char	   *errmsg;
 
 	ProtectStandardFds();
-	SetUpSignals();
+	SetFatalHook(FatalError);
+	if (!SetUpSignals())
+		Fatal("could not create pipe");
 	ParseOptions(argc, argv);
 
 	if (!EnsureConnection(NO_DEADLINE, true, &errmsg))

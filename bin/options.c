@@ -16,30 +16,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 
 #include "dlock-run.h"
 
-typedef struct SignalName
-{
-	const char *name;
-	int			signo;
-} SignalName;
-
-static const SignalName signal_names[] = {
-	{"HUP", SIGHUP},
-	{"INT", SIGINT},
-	{"QUIT", SIGQUIT},
-	{"KILL", SIGKILL},
-	{"USR1", SIGUSR1},
-	{"USR2", SIGUSR2},
-	{"ALRM", SIGALRM},
-	{"TERM", SIGTERM},
-	{NULL, 0}
-};
-
 Options		opts;
-const char *progname = "dlock-run";
 
 /*
  * Usage: the --help text.  The man page (bin/dlock-run.1) says the same at
@@ -65,8 +45,8 @@ Usage(void)
 		   "      --lost-exit-code=N       exit status when the lease is lost (default %d)\n"
 		   "  -s, --signal=SIGNAL          signal COMMAND gets when the lease is lost or its\n"
 		   "                               deadline passes (default TERM)\n"
-		   "  -k, --kill-after=DURATION    then send KILL to its process group if it still runs\n"
-		   "                               after DURATION (default %s; 0: never)\n"
+		   "  -k, --kill-after=DURATION    then send KILL to COMMAND and every process it started\n"
+		   "                               if any still runs after DURATION (default %s; 0: never)\n"
 		   "      --foreground             keep COMMAND in dlock-run's process group, for\n"
 		   "                               commands that read the terminal\n"
 		   "  -v, --verbose                report what happens to the lease on stderr\n\n",
@@ -98,52 +78,6 @@ Usage(void)
 		   "  126, 127        COMMAND could not be executed, or was not found\n"
 		   "  128+N           signal N interrupted dlock-run before COMMAND started\n",
 		   EXIT_LOST_DEFAULT, EXIT_BUSY_DEFAULT, EXIT_USAGE, EXIT_UNAVAILABLE, EXIT_OSERR);
-}
-
-/*
- * SignalNameOf: "SIGTERM" for SIGTERM.
- */
-const char *
-SignalNameOf(int signo)
-{
-	static char buf[32];
-	int			i;
-
-	for (i = 0; signal_names[i].name != NULL; i++)
-	{
-		if (signal_names[i].signo == signo)
-		{
-			snprintf(buf, sizeof(buf), "SIG%s", signal_names[i].name);
-			return buf;
-		}
-	}
-	snprintf(buf, sizeof(buf), "signal %d", signo);
-	return buf;
-}
-
-/*
- * ParseSignal: "TERM", "SIGTERM", "term" or "15"; -1 if none of these.
- */
-static int
-ParseSignal(const char *arg)
-{
-	const char *p = arg;
-	char	   *end;
-	long		n;
-	int			i;
-
-	if (strncasecmp(p, "SIG", 3) == 0)
-		p += 3;
-	for (i = 0; signal_names[i].name != NULL; i++)
-	{
-		if (strcasecmp(p, signal_names[i].name) == 0)
-			return signal_names[i].signo;
-	}
-	errno = 0;
-	n = strtol(arg, &end, 10);
-	if (errno == 0 && end != arg && *end == '\0' && n > 0 && n < NSIG)
-		return (int) n;
-	return -1;
 }
 
 /*
@@ -287,6 +221,7 @@ ParseOptions(int argc, char **argv)
 				break;
 			case 'v':
 				opts.verbose = true;
+				verbose = true;
 				break;
 			case 'V':
 				printf("%s (dlock) %s\n", progname, DLOCK_VERSION);

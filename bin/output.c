@@ -28,6 +28,11 @@
 /* how long a message may wait for room in a pipe on stderr, in ms */
 #define STDERR_WAIT_MS	100
 
+const char *progname = "dlock-run";
+
+/* -v: the messages of Verbose too */
+bool		verbose = false;
+
 /*
  * ProtectStandardFds: open /dev/null on any of file descriptors 0, 1 and 2
  * that is closed, so that no pipe, socket or file of dlock-run's own takes
@@ -74,8 +79,11 @@ WriteStderr(const char *buf, size_t len)
 	{
 		ssize_t		n = write(2, buf, len);
 
-		if (n < 0 && errno == EINTR)
-			continue;
+		/*
+		 * EINTR: only the stop signals interrupt a write (the others restart
+		 * it); a background job writing to its terminal gets SIGTTOU at each
+		 * try, so the message is dropped rather than tried again.
+		 */
 		if (n <= 0)
 			return;
 		buf += n;
@@ -131,7 +139,7 @@ Verbose(const char *fmt,...)
 {
 	va_list		ap;
 
-	if (!opts.verbose)
+	if (!verbose)
 		return;
 	va_start(ap, fmt);
 	Emit(NULL, fmt, ap);
@@ -184,10 +192,7 @@ CopyMessage(const char *msg)
 		msg = "(no message)";
 	copy = strdup(msg);
 	if (copy == NULL)
-	{
-		Log("error", "out of memory");
-		Die(EXIT_OSERR);
-	}
+		Fatal("out of memory");
 	len = strlen(copy);
 	while (len > 0 && (copy[len - 1] == '\n' || copy[len - 1] == ' '))
 		copy[--len] = '\0';

@@ -6,8 +6,17 @@
  * While the command runs, Supervise keeps the lease: it renews it every
  * --renew-every, and when its deadline (see DeadlineMargin) passes without
  * a successful renewal, or the server says the token no longer holds it,
- * the command's process group gets --signal and, --kill-after later,
- * SIGKILL.  Signals dlock-run receives are passed on to the command.
+ * every descendant of dlock-run (the command and everything it started, in
+ * any process group) gets --signal and, --kill-after later, SIGKILL; the
+ * lease is released, and dlock-run exits, only when none is left.  The
+ * same when the command exits and leaves processes running.  Signals
+ * dlock-run receives are passed on to the command's process group.
+ *
+ * Ctrl-Z (SIGTSTP, and SIGTTIN, SIGTTOU) reaches dlock-run's process group
+ * only; dlock-run stops every descendant with SIGSTOP, then itself, as a
+ * shell or sudo does.  When it is continued, it confirms the lease with the
+ * server before it continues them; if the lease was lost meanwhile, they
+ * get --signal (and SIGCONT, so that they can act on it) instead.
  *
  * Deadlines run on Now() (CLOCK_BOOTTIME).  The loop wakes at least every
  * TICK; a wake-up much later than planned, or a wall clock that moved
@@ -21,9 +30,7 @@
  *-------------------------------------------------------------------------
  */
 #include <errno.h>
-#include <fcntl.h>
 #include <math.h>
-#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -36,18 +43,13 @@
 
 #include "dlock-run.h"
 
-/* The byte written to the self-pipe: signal number, plus this if the kernel sent it */
-#define SIGNAL_FROM_KERNEL	0x80
-
-/* Signals passed on to the command while it runs */
-static const int forwarded_signals[] = {
-	SIGHUP, SIGINT, SIGQUIT, SIGTERM, SIGUSR1, SIGUSR2
-};
-
 Lease		lease;
 
-/* the first signal that arrived while no command was running */
-int			interrupt_signal = 0;
+/* durations in seconds, as the server read them */
+double		ttl_secs;
+double		wait_secs;
+double		renew_secs;
+double		kill_secs;
 
 /* the command: set up by StartCommand, updated by ReapChildren */
 int			child_status = 0;
@@ -55,12 +57,16 @@ static pid_t child_pid = 0;
 static bool child_running = false;
 static bool supervising = false;	/* between fork and the command's end */
 
-static int	signal_pipe[2] = {-1, -1};
-static bool ignored_at_start[NSIG];
+/* what the command left running when it exited (for the exit message) */
+char		left_behind[512];
 
-/* when the command gets SIGKILL, after it got --signal */
+/* when the descendants get SIGKILL, after they got --signal */
 static double kill_at = NO_DEADLINE;
 static bool killed = false;
+
+/* Ctrl-Z: dlock-run stopped the descendants, and was continued since */
+static bool job_stopped = false;
+static bool resumed = false;
 
 /* stall detection: when the loop last looked, and when it planned to */
 static double last_boot = NO_DEADLINE;
@@ -68,114 +74,8 @@ static double last_wall = 0;
 static double planned = NO_DEADLINE;
 
 /*
- * TimeoutMs: milliseconds from now until deadline, for poll(); -1 if none.
- */
-static int
-TimeoutMs(double deadline)
-{
-	double		left;
-
-	if (deadline < 0)
-		return -1;
-	left = deadline - Now();
-	if (left <= 0)
-		return 0;
-	if (left > 3600.0)
-		return 3600 * 1000;
-	return (int) (left * 1000.0) + 1;
-}
-
-/*
- * SignalHandler: note the signal in the self-pipe; WaitEvent handles it.
- */
-static void
-SignalHandler(int signo, siginfo_t *info, void *context)
-{
-	int			save_errno = errno;
-	unsigned char b = (unsigned char) signo;
-	ssize_t		rc;
-
-	(void) context;
-	if (info != NULL && info->si_code == SI_KERNEL)
-		b |= SIGNAL_FROM_KERNEL;
-	rc = write(signal_pipe[1], &b, 1);
-	(void) rc;
-	errno = save_errno;
-}
-
-/*
- * SetUpSignals: SIGPIPE ignored, the self-pipe, and handlers for SIGCHLD
- * and the forwarded signals.  A forwarded signal that was ignored when
- * dlock-run started (as SIGINT is for a background job of a shell script)
- * stays ignored, for dlock-run and for the command.
- */
-void
-SetUpSignals(void)
-{
-	struct sigaction sa;
-	struct sigaction old;
-	size_t		i;
-	int			j;
-
-	if (sigaction(SIGPIPE, NULL, &old) == 0 && old.sa_handler == SIG_IGN)
-		ignored_at_start[SIGPIPE] = true;
-	signal(SIGPIPE, SIG_IGN);
-
-	if (pipe(signal_pipe) != 0)
-	{
-		Log("error", "could not create pipe: %s", strerror(errno));
-		exit(EXIT_OSERR);
-	}
-	for (j = 0; j < 2; j++)
-	{
-		fcntl(signal_pipe[j], F_SETFL, fcntl(signal_pipe[j], F_GETFL) | O_NONBLOCK);
-		fcntl(signal_pipe[j], F_SETFD, FD_CLOEXEC);
-	}
-
-	memset(&sa, 0, sizeof(sa));
-	sa.sa_sigaction = SignalHandler;
-	sa.sa_flags = SA_SIGINFO | SA_RESTART;
-	sigemptyset(&sa.sa_mask);
-
-	for (i = 0; i < lengthof(forwarded_signals); i++)
-	{
-		int			signo = forwarded_signals[i];
-
-		if (sigaction(signo, NULL, &old) == 0 && old.sa_handler == SIG_IGN)
-		{
-			ignored_at_start[signo] = true;
-			continue;
-		}
-		sigaction(signo, &sa, NULL);
-	}
-	sa.sa_flags |= SA_NOCLDSTOP;
-	sigaction(SIGCHLD, &sa, NULL);
-}
-
-/*
- * BlockSignals: block (true) or unblock (false) every signal we handle.
- */
-static void
-BlockSignals(bool block, sigset_t *old)
-{
-	sigset_t	set;
-	size_t		i;
-
-	if (!block)
-	{
-		sigprocmask(SIG_SETMASK, old, NULL);
-		return;
-	}
-	sigemptyset(&set);
-	for (i = 0; i < lengthof(forwarded_signals); i++)
-		sigaddset(&set, forwarded_signals[i]);
-	sigaddset(&set, SIGCHLD);
-	sigprocmask(SIG_BLOCK, &set, old);
-}
-
-/*
- * SignalCommand: send signo to the command (its whole process group unless
- * --foreground).
+ * SignalCommand: pass signo on to the command (its whole process group
+ * unless --foreground).
  */
 static void
 SignalCommand(int signo)
@@ -192,17 +92,29 @@ SignalCommand(int signo)
 }
 
 /*
- * CommandAlive: is the command, or anything it left in its process group,
- * still running?
+ * StopEverything: signo to every descendant, then SIGCONT, so that a
+ * stopped one acts on it (as timeout(1) does).
+ */
+static void
+StopEverything(int signo)
+{
+	(void) SignalDescendants(signo);
+	if (signo != SIGKILL && signo != SIGCONT)
+		(void) SignalDescendants(SIGCONT);
+	job_stopped = false;
+}
+
+/*
+ * CommandAlive: is the command, or anything it started, still running?
  */
 static bool
 CommandAlive(void)
 {
 	if (child_running)
 		return true;
-	if (opts.foreground || child_pid <= 0)
+	if (child_pid <= 0)
 		return false;
-	return kill(-child_pid, 0) == 0;
+	return CountDescendants() > 0;
 }
 
 /*
@@ -232,9 +144,10 @@ ReapChildren(void)
 }
 
 /*
- * Die: exit after a local failure, never leaving the command behind: it gets
- * the lease-lost signal, then SIGKILL after --kill-after (or DIE_GRACE),
- * and is reaped.  Uses no libpq and no self-pipe.
+ * Die: exit after a local failure, never leaving the command behind: every
+ * descendant gets the lease-lost signal, then SIGKILL after --kill-after
+ * (or DIE_GRACE), and the command is reaped.  Uses no libpq and no
+ * self-pipe.
  */
 void
 Die(int code)
@@ -245,21 +158,30 @@ Die(int code)
 		struct timespec pause = {0, 50 * 1000 * 1000};
 
 		supervising = false;
-		SignalCommand(opts.lost_signal);
+		StopEverything(opts.lost_signal);
 		while (CommandAlive() && Now() < until)
 		{
 			nanosleep(&pause, NULL);
 			ReapChildren();
 		}
-		if (CommandAlive())
-			SignalCommand(SIGKILL);
-		while (child_running)
+		while (CommandAlive())
 		{
+			(void) SignalDescendants(SIGKILL);
 			nanosleep(&pause, NULL);
 			ReapChildren();
 		}
 	}
 	exit(code);
+}
+
+/*
+ * FatalError: the fatal hook (events.c): say what failed, and Die.
+ */
+void
+FatalError(const char *msg)
+{
+	Log("error", "%s", msg);
+	Die(EXIT_OSERR);
 }
 
 /*
@@ -273,77 +195,58 @@ ExitInterrupted(void)
 }
 
 /*
- * HandleSignals: act on every signal noted in the self-pipe.
+ * SuspendJob: Ctrl-Z (or SIGTTIN, SIGTTOU): stop every descendant, then
+ * dlock-run itself.  Once continued, the lease is confirmed with the server
+ * (Supervise) before the descendants are continued.
  */
 static void
-HandleSignals(void)
+SuspendJob(int signo)
 {
-	unsigned char buf[64];
-	ssize_t		n;
-	ssize_t		i;
+	int			n = SignalDescendants(SIGSTOP);
 
-	for (;;)
-	{
-		n = read(signal_pipe[0], buf, sizeof(buf));
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			break;
-		for (i = 0; i < n; i++)
-		{
-			int			signo = buf[i] & ~SIGNAL_FROM_KERNEL;
-			bool		from_kernel = (buf[i] & SIGNAL_FROM_KERNEL) != 0;
+	job_stopped = true;
+	Verbose("%s: stopped %d process%s of the command; stopping dlock-run",
+			SignalNameOf(signo), n, n == 1 ? "" : "es");
+	(void) raise(SIGSTOP);
 
-			if (signo == SIGCHLD)
-				ReapChildren();
-			else if (supervising)
-			{
-				/*
-				 * With --foreground, a signal from the terminal reached the
-				 * command already: it shares our process group.
-				 */
-				if (opts.foreground && from_kernel)
-					continue;
-				Verbose("passing %s on to the command", SignalNameOf(signo));
-				SignalCommand(signo);
-			}
-			else if (interrupt_signal == 0)
-				interrupt_signal = signo;
-		}
-	}
-	ReapChildren();
+	/*
+	 * Continued.  With --foreground the shell's SIGCONT reached the
+	 * command's group too: stop it again at once.  Supervise asks the
+	 * server before anything goes on.
+	 */
+	(void) SignalDescendants(SIGSTOP);
+	resumed = true;
 }
 
 /*
- * WaitEvent: wait until sock (if >= 0) is ready for events, a signal
- * arrives, or deadline passes (NO_DEADLINE: no limit).  Signals that
- * arrived are handled before it returns.  True if the socket is ready.
+ * OnSignal: the signal hook (events.c) while the command runs: reap on
+ * SIGCHLD, stop the job on the stop signals, and pass the others on.
  */
-bool
-WaitEvent(int sock, short events, double deadline)
+static bool
+OnSignal(int signo, bool from_kernel)
 {
-	struct pollfd fds[2];
-	nfds_t		nfds = 1;
-	int			rc;
+	if (signo == SIGCHLD)
+	{
+		ReapChildren();
+		return true;
+	}
+	if (!supervising)
+		return false;
+	if (IsStopSignal(signo))
+	{
+		SuspendJob(signo);
+		return true;
+	}
 
-	fds[0].fd = signal_pipe[0];
-	fds[0].events = POLLIN;
-	fds[0].revents = 0;
-	if (sock >= 0)
-	{
-		fds[1].fd = sock;
-		fds[1].events = events;
-		fds[1].revents = 0;
-		nfds = 2;
-	}
-	rc = poll(fds, nfds, TimeoutMs(deadline));
-	if (rc < 0 && errno != EINTR)
-	{
-		Log("error", "poll failed: %s", strerror(errno));
-		Die(EXIT_OSERR);
-	}
-	HandleSignals();
-	return rc > 0 && nfds == 2 && fds[1].revents != 0;
+	/*
+	 * With --foreground, a signal from the terminal reached the command
+	 * already: it shares our process group.
+	 */
+	if (opts.foreground && from_kernel)
+		return true;
+	Verbose("passing %s on to the command", SignalNameOf(signo));
+	SignalCommand(signo);
+	return true;
 }
 
 /*
@@ -374,7 +277,6 @@ StartCommand(void)
 	sigset_t	old;
 	pid_t		parent = getpid();
 	pid_t		pid;
-	size_t		i;
 
 	if (setenv("DLOCK_NAME", opts.name, 1) != 0 ||
 		setenv("DLOCK_TOKEN", lease.token, 1) != 0)
@@ -386,6 +288,7 @@ StartCommand(void)
 	(void) prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0);
 #endif
 
+	SetSignalHook(OnSignal);
 	fflush(NULL);
 	BlockSignals(true, &old);
 	pid = fork();
@@ -397,14 +300,7 @@ StartCommand(void)
 	}
 	if (pid == 0)
 	{
-		for (i = 0; i < lengthof(forwarded_signals); i++)
-		{
-			if (!ignored_at_start[forwarded_signals[i]])
-				signal(forwarded_signals[i], SIG_DFL);
-		}
-		if (!ignored_at_start[SIGPIPE])
-			signal(SIGPIPE, SIG_DFL);
-		signal(SIGCHLD, SIG_DFL);
+		ResetSignalsForExec();
 		if (!opts.foreground)
 			(void) setpgid(0, 0);
 #if defined(__linux__) && defined(PR_SET_PDEATHSIG)
@@ -431,13 +327,13 @@ StartCommand(void)
 }
 
 /*
- * StopCommand: give the command --signal now, and SIGKILL --kill-after
- * later (Supervise sends it).
+ * StopCommand: give every descendant --signal now (and SIGCONT), and
+ * SIGKILL --kill-after later (Supervise sends it).
  */
 static void
 StopCommand(void)
 {
-	SignalCommand(opts.lost_signal);
+	StopEverything(opts.lost_signal);
 	if (kill_at < 0 && kill_secs > 0)
 		kill_at = Now() + kill_secs;
 }
@@ -458,10 +354,21 @@ LeaseLost(const char *why)
 			opts.name, lease.token, why);
 		return;
 	}
-	Log("error", "lost the lease on \"%s\" (token %s) while the command runs: %s; "
-		"sending %s to the command", opts.name, lease.token, why,
+	Log("error", "lost the lease on \"%s\" (token %s) while the command %s: %s; "
+		"sending %s to the command and every process it started",
+		opts.name, lease.token, job_stopped ? "was stopped" : "runs", why,
 		SignalNameOf(opts.lost_signal));
 	StopCommand();
+}
+
+/*
+ * HintEscapes: what dlock-run cannot stop, said where work was stopped.
+ */
+void
+HintEscapes(void)
+{
+	Hint("Work the command handed to another service (systemd-run, docker, ssh, at) "
+		 "is out of dlock-run's reach and was not stopped.");
 }
 
 /*
@@ -533,7 +440,8 @@ RenewOnce(void)
 	if (EnsureConnection(attempt_deadline, false, &errmsg))
 	{
 		sent = Now();
-		outcome = QueryRenew(attempt_deadline, false, &renewed, &errmsg);
+		outcome = QueryRenew(opts.name, lease.token, opts.ttl, attempt_deadline, false,
+							 &renewed, &errmsg);
 	}
 	if (outcome != QUERY_OK)
 	{
@@ -574,7 +482,8 @@ VerifyOnce(void)
 	if (EnsureConnection(attempt_deadline, false, &errmsg))
 	{
 		sent = Now();
-		outcome = QueryRemaining(attempt_deadline, &remaining, &errmsg);
+		outcome = QueryRemaining(opts.name, lease.token, attempt_deadline,
+								 &remaining, &errmsg);
 	}
 	if (outcome != QUERY_OK)
 	{
@@ -624,9 +533,9 @@ StallCheck(void)
 }
 
 /*
- * Drain: the command ended, but processes are left in its group.  Give them
- * a moment (they may be dying of the same signal), then stop them: they
- * must not run on without the lease.
+ * Drain: the command ended, but processes it started run on (in any
+ * process group).  Give them a moment (they may be dying of the same
+ * signal), then stop them: they must not run on without the lease.
  */
 static void
 Drain(double now)
@@ -639,16 +548,75 @@ Drain(double now)
 	if (!drain_signalled && now >= drain_since + DRAIN_GRACE)
 	{
 		drain_signalled = true;
-		Log("warning", "the command left processes running in its process group; "
-			"sending them %s", SignalNameOf(opts.lost_signal));
+		DescribeDescendants(child_pid, left_behind, sizeof(left_behind));
+		if (left_behind[0] == '\0')
+			return;
+		Log("warning", "the command exited and left processes running: %s; sending them %s%s",
+			left_behind, SignalNameOf(opts.lost_signal),
+			kill_secs > 0 ? ", then SIGKILL after --kill-after" : "");
 		StopCommand();
 	}
 }
 
 /*
- * Supervise: keep the lease while the command (and whatever it left in its
- * process group) runs.  Each turn looks for a stall and at the deadline
- * before anything else.
+ * Resumed: dlock-run was continued after Ctrl-Z.  The descendants stay
+ * stopped until the server confirms the lease (ContinueJob); if the lease
+ * is lost already, they get --signal and SIGCONT.
+ */
+static void
+Resumed(double now)
+{
+	resumed = false;
+	if (!lease.held)
+	{
+		if (CommandAlive())
+			StopCommand();
+		return;
+	}
+	Log("warning", "continued after a stop; confirming the lease on \"%s\" with the server "
+		"before the command goes on", opts.name);
+	lease.verify = true;
+	lease.next_renew = now;
+}
+
+/*
+ * ContinueJob: the lease is confirmed: continue what SuspendJob stopped.
+ */
+static void
+ContinueJob(void)
+{
+	int			n = SignalDescendants(SIGCONT);
+
+	job_stopped = false;
+	Verbose("the lease on \"%s\" is confirmed; continued %d process%s of the command",
+			opts.name, n, n == 1 ? "" : "es");
+}
+
+/*
+ * KillLeftovers: SIGKILL to every descendant once --kill-after is up, and
+ * again to any that turns up later.
+ */
+static void
+KillLeftovers(double now)
+{
+	if (kill_at < 0 || now < kill_at)
+		return;
+	if (!killed)
+	{
+		char		names[512];
+
+		DescribeDescendants(0, names, sizeof(names));
+		Log("warning", "processes of the command still run %g s after %s: %s; sending SIGKILL",
+			kill_secs, SignalNameOf(opts.lost_signal), names);
+	}
+	(void) SignalDescendants(SIGKILL);
+	killed = true;
+}
+
+/*
+ * Supervise: keep the lease while the command (and whatever it started)
+ * runs.  Each turn looks for a stall and at the deadline before anything
+ * else.
  */
 void
 Supervise(void)
@@ -664,15 +632,13 @@ Supervise(void)
 		if (!CommandAlive())
 			break;
 		now = Now();
+		if (resumed)
+			Resumed(now);
+		if (job_stopped && lease.held && !lease.verify)
+			ContinueJob();
 		if (!child_running)
 			Drain(now);
-		if (kill_at >= 0 && !killed && now >= kill_at)
-		{
-			Log("warning", "the command is still running %g s after %s; sending SIGKILL",
-				kill_secs, SignalNameOf(opts.lost_signal));
-			SignalCommand(SIGKILL);
-			killed = true;
-		}
+		KillLeftovers(now);
 		if (lease.held && now >= lease.next_renew && (renew_secs > 0 || lease.verify))
 		{
 			if (renew_secs > 0)
@@ -688,6 +654,8 @@ Supervise(void)
 			wake = Earliest(wake, lease.next_renew);
 		if (kill_at >= 0 && !killed)
 			wake = Earliest(wake, kill_at);
+		if (resumed)
+			wake = now;
 		if (!child_running || killed)
 			wake = Earliest(wake, now + DRAIN_POLL);
 		wake = Earliest(wake, now + TICK);

@@ -6,7 +6,7 @@
 # scratch copy of the repository where "make" has built bin/dlock-run,
 # with PGHOST, PGPORT, PGUSER and PGDATABASE set for a throwaway cluster and
 # PostgreSQL's bindir on PATH.  It creates and drops its own databases,
-# prints TAP, takes about 20 seconds, and exits non-zero on any failure.
+# prints TAP, takes about 50 seconds, and exits non-zero on any failure.
 set -uo pipefail
 
 top=$(cd "$(dirname "$0")/../.." && pwd)
@@ -610,6 +610,277 @@ reap "$p"
 is "$rc" 70 "the lease taken over before the release: exit 70 though the command exited 0"
 grep -q 'was lost before the command ended' "$work/late.err"
 check "the lease taken over before the release: reported on stderr" test $? -eq 0
+
+# ---------------------------------------------------------------------------
+# Every descendant is the command: other process groups, other sessions
+# ---------------------------------------------------------------------------
+
+# loop.sh FILE: what a job's worker does: write FILE every 50 ms (a
+# nanosecond timestamp), its pid in FILE.pid.
+cat >"$work/loop.sh" <<'EOF'
+#!/bin/sh
+echo $$ >"$1.pid"
+while :; do date +%s%N >"$1.tmp" && mv -f "$1.tmp" "$1"; sleep 0.05; done
+EOF
+chmod +x "$work/loop.sh"
+
+# last_write FILE: the timestamp (ns) of the loop's last write.
+last_write() { cat "$1" 2>/dev/null || echo 0; }
+
+# quiet FILE: FILE does not change for a second (the loop is stopped or gone).
+quiet() {
+	local before
+	before=$(last_write "$1")
+	sleep 1
+	[ "$(last_write "$1")" = "$before" ]
+}
+
+# state PID: the process state letter (R, S, T, Z, ...), or "gone".
+state() { sed -n 's/.*) \(.\).*/\1/p' "/proc/$1/stat" 2>/dev/null || echo gone; }
+
+# await_state PID STATE SECONDS: the process reaches STATE within SECONDS.
+await_state() {
+	local tenths=$(($3 * 10))
+	while [ "$(state "$1")" != "$2" ]; do
+		((tenths-- > 0)) || return 1
+		sleep 0.1
+	done
+}
+
+# Lost while a grandchild runs in a process group of its own (coreutils
+# timeout moves itself into one) or in a session of its own (setsid).
+for how in timeout setsid; do
+	case $how in
+		timeout) cmd='timeout 120 "$0" "$1"' ;;
+		setsid) cmd='setsid "$0" "$1" & wait' ;;
+	esac
+	f=$work/lost-$how
+	start_bg "$f.out" "$f.err" "$RUN" --name "lost-$how" --ttl 3s -- sh -c "$cmd" "$work/loop.sh" "$f"
+	p=$bg
+	await "$f.pid" 10 && await "$f" 10
+	t0=$(date +%s%N)
+	steal "lost-$how"
+	reap "$p"
+	t1=$(date +%s%N)
+	is "$rc" 70 "lost, $how grandchild: exit 70"
+	if ! alive "$(cat "$f.pid")"; then
+		ok "lost, $how grandchild: it is gone when dlock-run exits"
+	else
+		not_ok "lost, $how grandchild: it is gone when dlock-run exits" "$(cat "$f.err")"
+		kill -KILL "$(cat "$f.pid")" 2>/dev/null
+	fi
+	check "lost, $how grandchild: its work stopped" quiet "$f"
+	echo "# lost, $how grandchild: the work stopped $(( ($(last_write "$f") - t0) / 1000000 )) ms after the loss, dlock-run exited after $(( (t1 - t0) / 1000000 )) ms (--ttl 3s: renewals every 1 s)"
+done
+
+# The command exits (0) and leaves a grandchild in another group or session:
+# it is stopped before the lease is released, and the message names it.
+for how in timeout setsid; do
+	case $how in
+		timeout) cmd='timeout 120 "$0" "$1" & sleep 0.5; exit 0' ;;
+		setsid) cmd='setsid "$0" "$1" & sleep 0.5; exit 0' ;;
+	esac
+	f=$work/left-$how
+	"$RUN" --name "left-$how" --ttl 10s -- sh -c "$cmd" "$work/loop.sh" "$f" 2>"$f.err"
+	rc=$?
+	held_after=$(held "left-$how")
+	is "$rc|$held_after" "0|f" "the command exits 0 leaving a $how grandchild: exit 0, lease released"
+	if ! alive "$(cat "$f.pid")"; then
+		ok "the command leaves a $how grandchild: it is gone when dlock-run exits"
+	else
+		not_ok "the command leaves a $how grandchild: it is gone when dlock-run exits" "$(cat "$f.err")"
+		kill -KILL "$(cat "$f.pid")" 2>/dev/null
+	fi
+	if grep -q "left processes running: .*pid $(cat "$f.pid") (loop.sh)" "$f.err"; then
+		ok "the command leaves a $how grandchild: the message names it"
+	else
+		not_ok "the command leaves a $how grandchild: the message names it" "$(cat "$f.err")"
+	fi
+done
+
+# A grandchild in a session of its own that ignores SIGTERM gets SIGKILL
+# after -k, though it is in no process group dlock-run knows of.
+f=$work/stubborn-gc
+start_bg "$f.out" "$f.err" "$RUN" --name stubborn-gc --ttl 3s -k 1s -- \
+	sh -c 'setsid sh -c '\''trap "" TERM; exec "$0" "$1"'\'' "$0" "$1" & wait' "$work/loop.sh" "$f"
+p=$bg
+await "$f.pid" 10 && await "$f" 10
+steal stubborn-gc
+reap "$p"
+is "$rc" 70 "lost, a setsid grandchild that ignores SIGTERM: exit 70"
+if ! alive "$(cat "$f.pid")" && grep -q 'sending SIGKILL' "$f.err"; then
+	ok "lost, a setsid grandchild that ignores SIGTERM: SIGKILL after -k, gone when dlock-run exits"
+else
+	not_ok "lost, a setsid grandchild that ignores SIGTERM: SIGKILL after -k, gone when dlock-run exits" "$(cat "$f.err")"
+	kill -KILL "$(cat "$f.pid")" 2>/dev/null
+fi
+grep -q 'systemd-run, docker, ssh, at' "$f.err"
+check "lost: the message says what dlock-run cannot reach" test $? -eq 0
+
+# ---------------------------------------------------------------------------
+# Ctrl-Z at a terminal (a real pty): the whole job stops, and goes on only
+# once the lease is confirmed
+# ---------------------------------------------------------------------------
+# ptyjob.py CTL OUT ERR COMMAND...: run COMMAND as the foreground job of a new
+# pty (stdout, stderr to files); its pid in CTL.pid; ^Z is typed on the
+# terminal each time CTL.z appears; COMMAND's exit status ends in CTL.rc.
+cat >"$work/ptyjob.py" <<'EOF'
+import os, pty, select, sys
+ctl, out, err = sys.argv[1:4]
+pid, fd = pty.fork()
+if pid == 0:
+    os.dup2(os.open(out, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644), 1)
+    os.dup2(os.open(err, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644), 2)
+    os.execvp(sys.argv[4], sys.argv[4:])
+with open(ctl + ".pid", "w") as f:
+    f.write("%d\n" % pid)
+while True:
+    if os.path.exists(ctl + ".z"):
+        os.remove(ctl + ".z")
+        os.write(fd, b"\x1a")
+    if select.select([fd], [], [], 0.05)[0]:
+        try:
+            os.read(fd, 1024)
+        except OSError:
+            pass
+    done, status = os.waitpid(pid, os.WNOHANG)
+    if done:
+        rc = os.WEXITSTATUS(status) if os.WIFEXITED(status) else 128 + os.WTERMSIG(status)
+        with open(ctl + ".rc", "w") as f:
+            f.write("%d\n" % rc)
+        break
+EOF
+
+# ptyrun CTL COMMAND...: start ptyjob.py in the background; dlock-run's pid in $bg.
+ptyrun() {
+	local ctl=$1
+	shift
+	"$PY" "$work/ptyjob.py" "$ctl" "$ctl.out" "$ctl.err" "$@" &
+	pids+=($!)
+	await "$ctl.pid" 10
+	bg=$(cat "$ctl.pid")
+	pids+=("$bg")
+}
+
+# Debian's python3 (as in python_client.sh), not one on the caller's PATH.
+PY=${DLOCK_PYTHON:-/usr/bin/python3}
+if "$PY" -c 'import pty' 2>/dev/null; then
+	# ^Z, the database unreachable while the job is stopped, SIGCONT: the
+	# grandchild stays stopped until the lease is confirmed.
+	c=$work/tstp
+	ptyrun "$c" "$RUN" -v --name tstp --ttl 20s -- sh -c 'timeout 120 "$0" "$1"' "$work/loop.sh" "$c.f"
+	p=$bg
+	await "$c.f.pid" 10 && await "$c.f" 10
+	gc=$(cat "$c.f.pid")
+	pids+=("$gc")
+	touch "$c.z"
+	check "^Z: the command's grandchild (another process group) is stopped" await_state "$gc" T 5
+	check "^Z: dlock-run itself is stopped" await_state "$p" T 5
+	check "^Z: the grandchild's work stopped" quiet "$c.f"
+	psql -X -q -d postgres -v ON_ERROR_STOP=1 \
+		-c "ALTER DATABASE $DB ALLOW_CONNECTIONS false" \
+		-c "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = '$DB' AND application_name = 'dlock-run'" >/dev/null
+	kill -CONT "$p"
+	sleep 2
+	is "$(state "$gc")" T "SIGCONT with the server unreachable: the grandchild stays stopped (no lease check yet)"
+	psql -X -q -d postgres -c "ALTER DATABASE $DB ALLOW_CONNECTIONS true" >/dev/null
+	if await_state "$gc" S 10 || [ "$(state "$gc")" = R ]; then
+		ok "the lease confirmed with the server: the grandchild goes on"
+	else
+		not_ok "the lease confirmed with the server: the grandchild goes on" "state $(state "$gc")" "$(cat "$c.err")"
+	fi
+	if ! quiet "$c.f"; then ok "the grandchild's work goes on"; else not_ok "the grandchild's work goes on"; fi
+	renewed=$(grep -n 'renewed the lease on "tstp"' "$c.err" | head -1 | cut -d: -f1)
+	continued=$(grep -n 'continued [0-9]* process' "$c.err" | head -1 | cut -d: -f1)
+	if [ -n "$renewed" ] && [ -n "$continued" ] && [ "$renewed" -lt "$continued" ]; then
+		ok "the command was continued after the renewal, not before"
+	else
+		not_ok "the command was continued after the renewal, not before" "$(cat "$c.err")"
+	fi
+	kill -TERM "$p"
+	await "$c.rc" 15
+	check "after SIGTERM, nothing of the job is left" gone "$gc" 3
+
+	# ^Z, the lease taken over while the job is stopped, SIGCONT: the
+	# command is killed, never continued.
+	c=$work/tstp2
+	ptyrun "$c" "$RUN" --name tstp2 --ttl 20s -- sh -c 'timeout 120 "$0" "$1"' "$work/loop.sh" "$c.f"
+	p=$bg
+	await "$c.f.pid" 10 && await "$c.f" 10
+	gc=$(cat "$c.f.pid")
+	pids+=("$gc")
+	touch "$c.z"
+	await_state "$gc" T 5 && await_state "$p" T 5
+	check "^Z again: the job is stopped" test "$(state "$gc")$(state "$p")" = TT
+	steal tstp2
+	before=$(last_write "$c.f")
+	t0=$(date +%s%N)
+	kill -CONT "$p"
+	await "$c.rc" 10
+	t1=$(date +%s%N)
+	is "$(cat "$c.rc" 2>/dev/null)" 70 "lost while stopped: exit 70"
+	is "$(last_write "$c.f")" "$before" "lost while stopped: the grandchild never went on with its work"
+	check "lost while stopped: the grandchild is gone" gone "$gc" 1
+	grep -q 'while the command was stopped' "$c.err"
+	check "lost while stopped: reported on stderr" test $? -eq 0
+	echo "# lost while stopped: dlock-run exited $(( (t1 - t0) / 1000000 )) ms after SIGCONT"
+
+	# --foreground: the shell's SIGCONT goes to the whole process group,
+	# the command included; dlock-run stops it again, and the grandchild in
+	# a group of its own stays stopped, until the lease is confirmed.
+	c=$work/tstp3
+	ptyrun "$c" "$RUN" -v --foreground --name tstp3 --ttl 20s -- \
+		sh -c 'echo $$ >"$1.sh"; timeout 120 "$0" "$1"' "$work/loop.sh" "$c.f"
+	p=$bg
+	await "$c.f.pid" 10 && await "$c.f" 10
+	gc=$(cat "$c.f.pid")
+	cmd=$(cat "$c.f.sh")
+	pids+=("$gc")
+	touch "$c.z"
+	await_state "$gc" T 5 && await_state "$p" T 5
+	check "--foreground, ^Z: the job is stopped" test "$(state "$gc")$(state "$p")" = TT
+	psql -X -q -d postgres -v ON_ERROR_STOP=1 \
+		-c "ALTER DATABASE $DB ALLOW_CONNECTIONS false" \
+		-c "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = '$DB' AND application_name = 'dlock-run'" >/dev/null
+	kill -CONT -- "-$p"
+	sleep 2
+	is "$(state "$cmd")$(state "$gc")" TT \
+		"--foreground, SIGCONT to the group with the server unreachable: the command and its grandchild are stopped"
+	psql -X -q -d postgres -c "ALTER DATABASE $DB ALLOW_CONNECTIONS true" >/dev/null
+	if await_state "$gc" S 10 || [ "$(state "$gc")" = R ]; then
+		ok "--foreground: the lease confirmed, the grandchild goes on"
+	else
+		not_ok "--foreground: the lease confirmed, the grandchild goes on" "state $(state "$gc")" "$(cat "$c.err")"
+	fi
+	kill -TERM "$p"
+	await "$c.rc" 15
+	check "--foreground: after SIGTERM, nothing of the job is left" gone "$gc" 3
+else
+	ok "^Z at a terminal # SKIP $PY has no pty module"
+fi
+
+# ---------------------------------------------------------------------------
+# Busy: who holds the lease, and until when
+# ---------------------------------------------------------------------------
+start_bg "$work/who.out" "$work/who.err" \
+	"$RUN" --name who --ttl 30s --owner 'cron@host-1' -- sh -c 'touch "$0"; exec sleep 30' "$work/who.started"
+p=$bg
+await "$work/who.started" 10
+"$RUN" -v --name who --ttl 10s -- true 2>"$work/who2.err"
+rc=$?
+is "$rc" 75 "busy with -v: exit 75"
+if grep -Eq "lock \"who\" is busy: held by role $(q -c 'SELECT current_user') \\(owner \"cron@host-1\"\\) until 2[0-9-]+ [0-9:.]+.* \\([0-9.]+ s from now\\)" "$work/who2.err"; then
+	ok "busy with -v: the message names the holder's role, owner and expiry"
+else
+	not_ok "busy with -v: the message names the holder's role, owner and expiry" "$(cat "$work/who2.err")"
+fi
+kill -TERM "$p"
+reap "$p"
+
+# SIGCHLD ignored by dlock-run's parent: dlock-run still sees its command end
+# (were SIGCHLD left ignored, it would wait for ever: timeout(1) ends that).
+timeout -k 2 20 env --ignore-signal=CHLD "$RUN" --name chld --ttl 10s -- sh -c 'exit 3'
+is "$?" 3 "SIGCHLD ignored at start: the command's exit status is still dlock-run's"
 
 # The exit statuses are documented where users look.
 out=$("$RUN" --help)

@@ -1,0 +1,387 @@
+/*-------------------------------------------------------------------------
+ *
+ * descendants.c
+ *		every process the command started, found and signalled safely
+ *
+ * dlock-run is a child subreaper (PR_SET_CHILD_SUBREAPER), so whatever the
+ * command starts stays its descendant: an orphan (a double fork, setsid,
+ * a process in another process group such as coreutils timeout's child)
+ * is reparented to dlock-run, not to init.  All of them are the command.
+ *
+ * They are found from /proc/PID/task/TID/children, starting at dlock-run's
+ * own pid and then under each process found, over and over until a scan
+ * finds no new process.  Each is signalled through a pidfd (pidfd_open),
+ * opened once when the process is found and checked against its parent
+ * (the parent in /proc/PID/stat must be the process it was found under,
+ * still alive), so that a pid that was reused by an unrelated process is
+ * never signalled.  A pidfd that polls readable is a process that has
+ * exited (a zombie does no work); it is forgotten once it has been reaped.
+ *
+ * Without pidfds (a kernel older than 5.3) the same is done with kill(),
+ * which is safe for dlock-run's own children only.
+ *
+ * Copyright (c) 2026, the dlock developers
+ *
+ *-------------------------------------------------------------------------
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#ifdef __linux__
+#include <sys/syscall.h>
+#endif
+
+#include "dlock-run.h"
+
+typedef struct Descendant
+{
+	pid_t		pid;
+	int			pidfd;			/* -1 if pidfds are not available */
+	unsigned	round;			/* the last round that signalled it */
+	char		comm[20];		/* its name when it was found */
+} Descendant;
+
+typedef enum AdoptResult
+{
+	GONE,
+	ADOPTED,
+	RESCAN
+} AdoptResult;
+
+static Descendant *procs = NULL;
+static int	nprocs = 0;
+static int	maxprocs = 0;
+static unsigned round_no = 0;
+
+/*
+ * PidfdOpen, PidfdSignal: the system calls, or -1 with ENOSYS.
+ */
+static int
+PidfdOpen(pid_t pid)
+{
+#if defined(__linux__) && defined(SYS_pidfd_open)
+	return (int) syscall(SYS_pidfd_open, pid, 0);
+#else
+	(void) pid;
+	errno = ENOSYS;
+	return -1;
+#endif
+}
+
+static int
+PidfdSignal(int pidfd, int signo)
+{
+#if defined(__linux__) && defined(SYS_pidfd_send_signal)
+	return (int) syscall(SYS_pidfd_send_signal, pidfd, signo, NULL, 0);
+#else
+	(void) pidfd;
+	(void) signo;
+	errno = ENOSYS;
+	return -1;
+#endif
+}
+
+/*
+ * SendTo: signal one descendant; false if it no longer exists.
+ */
+static bool
+SendTo(const Descendant *d, int signo)
+{
+	if (d->pidfd >= 0)
+		return PidfdSignal(d->pidfd, signo) == 0;
+	return kill(d->pid, signo) == 0;
+}
+
+/*
+ * Running: the descendant has not exited (a zombie has).
+ */
+static bool
+Running(const Descendant *d)
+{
+	struct pollfd pfd;
+
+	if (d->pidfd < 0)
+	{
+		char		path[64];
+		char		buf[512];
+		char	   *p;
+		ssize_t		n;
+		int			fd;
+
+		snprintf(path, sizeof(path), "/proc/%d/stat", (int) d->pid);
+		fd = open(path, O_RDONLY | O_CLOEXEC);
+		if (fd < 0)
+			return false;
+		n = read(fd, buf, sizeof(buf) - 1);
+		close(fd);
+		buf[n > 0 ? n : 0] = '\0';
+		p = strrchr(buf, ')');
+		return p != NULL && p[1] == ' ' && p[2] != 'Z' && p[2] != 'X';
+	}
+	pfd.fd = d->pidfd;
+	pfd.events = POLLIN;
+	pfd.revents = 0;
+	return poll(&pfd, 1, 0) == 0;
+}
+
+/*
+ * ParentOf: the parent pid in /proc/PID/stat, and the name; -1 if gone.
+ */
+static pid_t
+ParentOf(pid_t pid, char *comm, size_t commlen)
+{
+	char		path[64];
+	char		buf[512];
+	char	   *open_paren;
+	char	   *close_paren;
+	ssize_t		n;
+	int			fd;
+	int			ppid;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int) pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return -1;
+	buf[n] = '\0';
+	open_paren = strchr(buf, '(');
+	close_paren = strrchr(buf, ')');
+	if (open_paren == NULL || close_paren == NULL || close_paren < open_paren ||
+		sscanf(close_paren + 1, " %*c %d", &ppid) != 1)
+		return -1;
+	snprintf(comm, commlen, "%.*s", (int) (close_paren - open_paren - 1), open_paren + 1);
+	return (pid_t) ppid;
+}
+
+/*
+ * Known: is pid in the table already?
+ */
+static bool
+Known(pid_t pid)
+{
+	int			i;
+
+	for (i = 0; i < nprocs; i++)
+	{
+		if (procs[i].pid == pid)
+			return true;
+	}
+	return false;
+}
+
+/*
+ * Adopt: pid was listed as a child of parent (parent_fd its pidfd, or -1
+ * for dlock-run itself): open its pidfd and keep it if it checks out.
+ * ADOPTED if it was added; RESCAN if it exists but has another parent now
+ * (reparented to dlock-run while we looked: the next scan finds it there).
+ */
+static AdoptResult
+Adopt(pid_t pid, pid_t parent, int parent_fd)
+{
+	Descendant d;
+	pid_t		ppid;
+
+	memset(&d, 0, sizeof(d));
+	d.pid = pid;
+	d.pidfd = PidfdOpen(pid);
+	if (d.pidfd < 0 && errno != ENOSYS)
+		return GONE;
+	ppid = ParentOf(pid, d.comm, sizeof(d.comm));
+	if (ppid != parent ||
+		(d.pidfd >= 0 && PidfdSignal(d.pidfd, 0) != 0) ||
+		(parent_fd >= 0 && PidfdSignal(parent_fd, 0) != 0) ||
+		(d.pidfd < 0 && parent != getpid()))
+	{
+		/* not (or no longer) that parent's child: a pid reused, or reparented */
+		bool		moved = d.pidfd >= 0 && ppid > 0 && PidfdSignal(d.pidfd, 0) == 0;
+
+		if (d.pidfd >= 0)
+			close(d.pidfd);
+		return moved ? RESCAN : GONE;
+	}
+	if (d.pidfd >= 0)
+		(void) fcntl(d.pidfd, F_SETFD, FD_CLOEXEC);
+	if (nprocs == maxprocs)
+	{
+		int			newmax = maxprocs > 0 ? maxprocs * 2 : 16;
+		Descendant *p = realloc(procs, sizeof(Descendant) * newmax);
+
+		if (p == NULL)
+			Fatal("out of memory");
+		procs = p;
+		maxprocs = newmax;
+	}
+	procs[nprocs++] = d;
+	return ADOPTED;
+}
+
+/*
+ * ScanChildren: adopt every child of parent not in the table yet; the
+ * number adopted (or found moving to another parent).
+ */
+static int
+ScanChildren(pid_t parent, int parent_fd)
+{
+	char		path[96];
+	DIR		   *dir;
+	struct dirent *de;
+	int			added = 0;
+
+	snprintf(path, sizeof(path), "/proc/%d/task", (int) parent);
+	dir = opendir(path);
+	if (dir == NULL)
+		return 0;
+	while ((de = readdir(dir)) != NULL)
+	{
+		char		cpath[160];
+		char		buf[4096];
+		FILE	   *f;
+		int			child;
+
+		if (de->d_name[0] == '.')
+			continue;
+		snprintf(cpath, sizeof(cpath), "%s/%s/children", path, de->d_name);
+		f = fopen(cpath, "re");
+		if (f == NULL)
+			continue;
+		setvbuf(f, buf, _IOFBF, sizeof(buf));
+		while (fscanf(f, "%d", &child) == 1)
+		{
+			if (!Known((pid_t) child) && Adopt((pid_t) child, parent, parent_fd) != GONE)
+				added++;
+		}
+		fclose(f);
+	}
+	closedir(dir);
+	return added;
+}
+
+/*
+ * Forget: drop the descendants that have been reaped.
+ */
+static void
+Forget(void)
+{
+	int			i;
+	int			kept = 0;
+
+	for (i = 0; i < nprocs; i++)
+	{
+		if (SendTo(&procs[i], 0))
+			procs[kept++] = procs[i];
+		else if (procs[i].pidfd >= 0)
+			close(procs[i].pidfd);
+	}
+	nprocs = kept;
+}
+
+/*
+ * ScanDescendants: find every descendant of dlock-run, scanning again
+ * until a scan finds no new process.
+ */
+void
+ScanDescendants(void)
+{
+	int			added;
+
+	Forget();
+	do
+	{
+		int			i;
+
+		added = ScanChildren(getpid(), -1);
+		for (i = 0; i < nprocs; i++)
+		{
+			if (Running(&procs[i]))
+				added += ScanChildren(procs[i].pid, procs[i].pidfd);
+		}
+	} while (added > 0);
+}
+
+/*
+ * SignalDescendants: send signo to every descendant that runs, scanning
+ * again after each round until no new one turns up (with SIGSTOP or
+ * SIGKILL nothing can start another process after that).  Returns how
+ * many got it.
+ */
+int
+SignalDescendants(int signo)
+{
+	int			sent = 0;
+	bool		more;
+
+	round_no++;
+	do
+	{
+		int			i;
+
+		more = false;
+		ScanDescendants();
+		for (i = 0; i < nprocs; i++)
+		{
+			if (procs[i].round == round_no || !Running(&procs[i]))
+				continue;
+			procs[i].round = round_no;
+			if (SendTo(&procs[i], signo))
+				sent++;
+			more = true;
+		}
+	} while (more);
+	return sent;
+}
+
+/*
+ * CountDescendants: how many descendants run (zombies do not count).
+ */
+int
+CountDescendants(void)
+{
+	int			i;
+	int			n = 0;
+
+	ScanDescendants();
+	for (i = 0; i < nprocs; i++)
+	{
+		if (Running(&procs[i]))
+			n++;
+	}
+	return n;
+}
+
+/*
+ * DescribeDescendants: "pid 123 (sleep), pid 124 (sh)" for those that run,
+ * except the one with pid except (the command itself, or 0), cut to fit.
+ */
+void
+DescribeDescendants(pid_t except, char *buf, size_t len)
+{
+	size_t		used = 0;
+	int			i;
+
+	if (len == 0)
+		return;
+	buf[0] = '\0';
+	for (i = 0; i < nprocs && used + 1 < len; i++)
+	{
+		int			n;
+
+		if (procs[i].pid == except || !Running(&procs[i]))
+			continue;
+		n = snprintf(buf + used, len - used, "%spid %d (%s)", used > 0 ? ", " : "",
+					 (int) procs[i].pid, procs[i].comm);
+		if (n < 0 || (size_t) n >= len - used)
+		{
+			snprintf(buf + used, len - used, "%s", used + 5 < len ? ", ..." : "");
+			break;
+		}
+		used += (size_t) n;
+	}
+}
