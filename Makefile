@@ -14,6 +14,7 @@ OBJS = \
 	src/events.o \
 	src/fence.o \
 	src/lease.o \
+	src/locktag.o \
 	src/relation.o \
 	src/token.o \
 	src/wait.o

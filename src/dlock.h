@@ -173,6 +173,7 @@ typedef struct DlockRelations
 	Oid			lease_table;
 	Oid			lease_index;
 	Oid			token_seq;
+	Oid			key_table;		/* dlock_lock_key; InvalidOid before 1.2 */
 	bool		has_role_oid;	/* false: a 1.0 table, holders by name */
 } DlockRelations;
 
@@ -207,6 +208,16 @@ extern const DlockRelations *DlockGetRelations(FunctionCallInfo fcinfo);
 extern Relation DlockOpenLeaseTable(const DlockRelations *rels,
 									LOCKMODE mode);
 extern Oid	DlockLeaseIndex(Relation rel);
+
+/* locktag.c: every lock key, and the secret names are keyed with */
+extern void LockTagInit(void);
+extern void LockKeyLoad(Oid key_table);
+extern uint64 NameHash(text *name);
+extern void NameLockTag(text *name, LOCKTAG *tag);
+extern void NameQueueTag(const LOCKTAG *tag, LOCKTAG *queue_tag);
+extern void TokenJumpTag(LOCKTAG *tag);
+extern void RoleQuotaTag(Oid role, LOCKTAG *tag);
+extern PGDLLEXPORT Datum dlock_new_lock_key(PG_FUNCTION_ARGS);
 
 /* args.c */
 extern void DlockCheckName(text *name);
@@ -260,9 +271,6 @@ extern int64 LeaseAcquire(FunctionCallInfo fcinfo, text *name,
 
 /* wait.c */
 extern void WaitInit(void);
-extern uint64 NameHash(text *name);
-extern void NameLockTag(text *name, LOCKTAG *tag);
-extern void NameQueueTag(const LOCKTAG *tag, LOCKTAG *queue_tag);
 extern bool NameHasWaiters(const LOCKTAG *queue_tag);
 extern bool NameLockTry(const LOCKTAG *tag, LOCKMODE mode);
 extern void NameLockWait(const LOCKTAG *tag, LOCKMODE mode);

@@ -40,7 +40,6 @@
 #include "postgres.h"
 
 #include "access/xact.h"
-#include "common/hashfn.h"
 #include "miscadmin.h"
 #include "storage/latch.h"
 #include "storage/lock.h"
@@ -55,37 +54,6 @@
 
 /* Queue locks to wake the head of when this transaction commits. */
 static List *wake_at_commit = NIL;
-
-/* The 64-bit hash of a lock name: its lock key, and its row cache slot. */
-uint64
-NameHash(text *name)
-{
-	return DatumGetUInt64(hash_any_extended((unsigned char *) VARDATA_ANY(name),
-											VARSIZE_ANY_EXHDR(name), 0));
-}
-
-/*
- * The key of a lock name: 64 bits of its hash in fields 2 and 3, the
- * database in field 1, and DLOCK_LOCKTAG_NAME in field 4, a value no SQL
- * function reaches (see dlock.h).
- */
-void
-NameLockTag(text *name, LOCKTAG *tag)
-{
-	uint64		hash = NameHash(name);
-
-	SET_LOCKTAG_ADVISORY(*tag, MyDatabaseId, (uint32) (hash >> 32),
-						 (uint32) hash, DLOCK_LOCKTAG_NAME);
-}
-
-/* The queue key of the name whose key is tag: the same hash, field 4 differs. */
-void
-NameQueueTag(const LOCKTAG *tag, LOCKTAG *queue_tag)
-{
-	SET_LOCKTAG_ADVISORY(*queue_tag, tag->locktag_field1,
-						 tag->locktag_field2, tag->locktag_field3,
-						 DLOCK_LOCKTAG_WAITERS);
-}
 
 /*
  * Is anybody queued for this name (or one with the same hash)?  A probe of
