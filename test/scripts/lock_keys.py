@@ -236,7 +236,28 @@ def check_forced(tap, admin):
     r, err, _ = timed(s2, "SELECT dlock_acquire('free', '1 min')")
     if r is not None or err:
         problems.append(f"wait => 0 acquire of a free name meanwhile: {r} {err}, want NULL")
+    r, err, _ = timed(s2, "SELECT dlock_check('q', %s)", (tq,))
+    if r is not True:
+        problems.append(f"check of q during p's open renewal: {r} {err}, want true at once")
     s1.execute("COMMIT")
+    s1.execute("BEGIN")
+    one(s1, "SELECT dlock_acquire('p2', '1 min')")
+    r, err, _ = timed(s2, "SELECT dlock_check('q', %s)", (tq,))
+    if err != "55P03":
+        problems.append(f"check of q during an open acquire of p2: {r} {err}, want a wait (55P03)")
+    s1.execute("ROLLBACK")
+    s3 = connect(DB3, name="forced-waiter")
+    waiter = threading.Thread(target=timed, args=(s3, "SELECT dlock_acquire('p', '1 min', '2 s')"))
+    waiter.start()
+    if not wait_until(s2, "SELECT count(*) > 0 FROM pg_locks l JOIN pg_stat_activity a USING (pid)"
+                          " WHERE a.application_name = 'forced-waiter' AND l.objsubid = 17485"
+                          " AND l.granted"):
+        problems.append("the waiter for p never queued")
+    r, err, _ = timed(s2, "SELECT dlock_acquire('free', '1 min')")
+    if r is not None or err:
+        problems.append(f"wait => 0 acquire of a free name while p has a waiter: {r} {err}, want NULL")
+    waiter.join()
+    s3.close()
     r, err, secs = timed(s2, "SELECT dlock_renew('q', %s, '1 min')", (tq,))
     if r is not True or secs > PROMPT_S:
         problems.append(f"renew of q after p's commit: {r} {err} after {secs:.3f} s")
