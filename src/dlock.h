@@ -15,8 +15,10 @@
  * tags whose field 4 is 1 (one int8 key) or 2 (two int4 keys), and Citus
  * uses 4 to 15.  dlock's tags are
  *
- *	field1 = database OID, field2/field3 = high/low 32 bits of a 64-bit hash
- *	of the name (hash_any_extended, seed 0), field4 = one of
+ *	field1 = database OID, field2/field3 = high/low 32 bits of the name's
+ *	64-bit key (locktag.c, which builds every tag: SipHash-2-4 with the
+ *	database's secret; hash_any_extended, seed 0, on 1.0 and 1.1 objects),
+ *	field4 = one of
  *		DLOCK_LOCKTAG_NAME    (17484)  the name's lock
  *		DLOCK_LOCKTAG_WAITERS (17485)  the name's waiters
  *	and field2 = field3 = 0 with field4 = DLOCK_LOCKTAG_EPOCH (17486) for

@@ -3,13 +3,13 @@
  * wait.c
  *		The advisory locks on lock names, and waiting for a busy lease.
  *
- * Each name maps to advisory locktags of dlock's own key space (dlock.h):
- * shown in pg_locks as locktype 'advisory', classid and objid the high and
- * low 32 bits of a 64-bit hash of the name, objsubid DLOCK_LOCKTAG_NAME for
- * the name's lock and DLOCK_LOCKTAG_WAITERS for its queue.  The SQL advisory
- * lock functions only reach objsubid 1 and 2, so no role can take these
- * locks.  Two names may share a hash (at 64 bits, unlikely below billions
- * of names); they then share a queue and serialize their short state
+ * Each name maps to advisory locktags of dlock's own key space (dlock.h),
+ * built in locktag.c: shown in pg_locks as locktype 'advisory', classid and
+ * objid the high and low 32 bits of the name's keyed 64-bit hash, objsubid
+ * DLOCK_LOCKTAG_NAME for the name's lock and DLOCK_LOCKTAG_WAITERS for its
+ * queue.  The SQL advisory lock functions only reach objsubid 1 and 2, so
+ * no role can take these locks.  Two names may share a key by accident
+ * (locktag.c); they then share a queue and serialize their short state
  * changes, never the leases themselves.  All these locks are
  * transaction-level, so they work behind transaction-pooling connection
  * poolers and never outlive the transaction that took them.
