@@ -79,7 +79,13 @@ make_path(dirname("$root$sharedir"));
 symlink($sharedir, "$root$sharedir") or die "symlink $sharedir: $!"
   unless -e "$root$sharedir";
 
-my $node = PostgreSQL::Test::Cluster->new('key_upgrade', install_path => dirname("$root$bindir"));
+# PostgreSQL 14's compatibility shim takes new('name', install_path => ...)
+# for its old (name, host, port) arguments: call get_new_node there.
+my $inst = dirname("$root$bindir");
+my $node =
+  PostgreSQL::Test::Cluster->can('get_new_node')
+  ? PostgreSQL::Test::Cluster->get_new_node('key_upgrade', install_path => $inst)
+  : PostgreSQL::Test::Cluster->new('key_upgrade', install_path => $inst);
 $node->init;
 $node->start;
 $node->safe_psql('postgres', q{CREATE EXTENSION dlock VERSION '1.1'});
