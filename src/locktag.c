@@ -17,22 +17,24 @@
  * pg_strong_random() when the extension is created (or updated to 1.2),
  * kept in @extschema@.dlock_lock_key.  SipHash is a pseudo-random function:
  * without the secret, the keys of any number of chosen names (all of
- * pg_locks) say nothing about the key of another name beyond chance, and
- * finding a name with a given key takes about 2^64 guesses that can only
- * be tested by taking locks on the server, one per call.  Recovering the
- * secret from observed keys is no easier than 2^128 work.  So a collision
- * is an accident of about 2^-64 per pair of names, which nobody can aim
- * at; docs/security.md states what such an accident costs (the two names
- * share their short lock waits, never their leases).
+ * pg_locks) say nothing about the key of another name beyond chance.  A
+ * victim's key is visible in pg_locks while it holds a lock, but finding a
+ * name with that key takes about 2^64 guesses, each tested only by taking a
+ * lock on the server, one per call; recovering the secret from observed
+ * keys is, as far as SipHash's published analysis goes, no easier than
+ * trying its 2^128 values.  So a collision is an accident of about 2^-64 per
+ * pair of names, which nobody can aim at; docs/security.md states what such
+ * an accident costs (the two names share their short lock waits, never
+ * their leases).
  *
- * The secret table is readable only by its owner (the role that created
- * the extension) and superusers, and by members of pg_read_all_data; C
- * reads it here without the caller's privileges.  It is not a
- * configuration table: pg_dump leaves its row out, and a restore makes a
- * new secret (keys only matter for live locks).  pg_upgrade and physical
- * copies carry it.  Whoever reads it can compute keys, and so can aim a
- * collision at a name: what an open transaction on its own name can then
- * do to that name is what an accidental collision does.
+ * The secret table is readable only by its owner (the role that ran CREATE
+ * EXTENSION, or the update to 1.2) and superusers, and by members of
+ * pg_read_all_data; C reads it here without the caller's privileges.  It is
+ * not a configuration table: pg_dump leaves its row out, and a restore
+ * makes a new secret (keys only matter for live locks).  pg_upgrade and
+ * physical copies carry it.  Whoever reads it can compute keys, and so can
+ * aim a collision at a name: what an open transaction on its own name can
+ * then do to that name is what an accidental collision does.
  *
  * One key function per database.  The key scheme follows the extension's
  * objects, not the library: on 1.0 and 1.1 objects (before ALTER EXTENSION
