@@ -14,6 +14,7 @@ OBJS = \
 	src/fence.o \
 	src/fence_ddl.o \
 	src/lease.o \
+	src/locktag.o \
 	src/relation.o \
 	src/token.o \
 	src/wait.o

@@ -54,8 +54,7 @@ CheckLeaseQuota(const DlockRelations *rels, TimestampTz now)
 
 	if (dlock_max_leases_per_role <= 0)
 		return;
-	SET_LOCKTAG_ADVISORY(tag, MyDatabaseId, GetUserId(), 0,
-						 DLOCK_LOCKTAG_QUOTA);
+	RoleQuotaTag(GetUserId(), &tag);
 	(void) LockAcquire(&tag, ExclusiveLock, false, false);
 	if (LeaseCountHeldByRole(rels, GetUserId(), now,
 							 dlock_max_leases_per_role) >=

@@ -15,8 +15,10 @@
  * tags whose field 4 is 1 (one int8 key) or 2 (two int4 keys), and Citus
  * uses 4 to 15.  dlock's tags are
  *
- *	field1 = database OID, field2/field3 = high/low 32 bits of a 64-bit hash
- *	of the name (hash_any_extended, seed 0), field4 = one of
+ *	field1 = database OID, field2/field3 = high/low 32 bits of the name's
+ *	64-bit key (locktag.c, which builds every tag: SipHash-2-4 with the
+ *	database's secret; hash_any_extended, seed 0, on 1.0 and 1.1 objects),
+ *	field4 = one of
  *		DLOCK_LOCKTAG_NAME    (17484)  the name's lock
  *		DLOCK_LOCKTAG_WAITERS (17485)  the name's waiters
  *	and field2 = field3 = 0 with field4 = DLOCK_LOCKTAG_EPOCH (17486) for
@@ -177,6 +179,7 @@ typedef struct DlockRelations
 	Oid			lease_table;
 	Oid			lease_index;
 	Oid			token_seq;
+	Oid			key_table;		/* dlock_lock_key; InvalidOid before 1.2 */
 	bool		has_role_oid;	/* false: a 1.0 table, holders by name */
 } DlockRelations;
 
@@ -211,6 +214,16 @@ extern const DlockRelations *DlockGetRelations(FunctionCallInfo fcinfo);
 extern Relation DlockOpenLeaseTable(const DlockRelations *rels,
 									LOCKMODE mode);
 extern Oid	DlockLeaseIndex(Relation rel);
+
+/* locktag.c: every lock key, and the secret names are keyed with */
+extern void LockTagInit(void);
+extern void LockKeyLoad(Oid key_table);
+extern uint64 NameHash(text *name);
+extern void NameLockTag(text *name, LOCKTAG *tag);
+extern void NameQueueTag(const LOCKTAG *tag, LOCKTAG *queue_tag);
+extern void TokenJumpTag(LOCKTAG *tag);
+extern void RoleQuotaTag(Oid role, LOCKTAG *tag);
+extern PGDLLEXPORT Datum dlock_new_lock_key(PG_FUNCTION_ARGS);
 
 /* args.c */
 extern void DlockCheckName(text *name);
@@ -267,9 +280,6 @@ extern int64 LeaseAcquire(FunctionCallInfo fcinfo, text *name,
 
 /* wait.c */
 extern void WaitInit(void);
-extern uint64 NameHash(text *name);
-extern void NameLockTag(text *name, LOCKTAG *tag);
-extern void NameQueueTag(const LOCKTAG *tag, LOCKTAG *queue_tag);
 extern bool NameHasWaiters(const LOCKTAG *queue_tag);
 extern bool NameLockTry(const LOCKTAG *tag, LOCKMODE mode);
 extern void NameLockWait(const LOCKTAG *tag, LOCKMODE mode);

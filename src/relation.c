@@ -34,7 +34,8 @@ DlockRelcacheCallback(Datum arg, Oid relid)
 	if (relid == InvalidOid ||
 		relid == cached_relations.lease_table ||
 		relid == cached_relations.lease_index ||
-		relid == cached_relations.token_seq)
+		relid == cached_relations.token_seq ||
+		relid == cached_relations.key_table)
 		cached_relations_valid = false;
 }
 
@@ -69,32 +70,52 @@ DlockLookupRelation(const char *relname, Oid nspid)
 }
 
 /*
- * The shape of the lease table: 1.0's seven columns (holders by name), or
- * 1.1's, which add role_oid and role_sysid.  A library newer than the
- * extension's objects keeps working on a 1.0 table until ALTER EXTENSION
- * UPDATE.
+ * The shape of the lease table, which also tells the key scheme: 1.0's
+ * seven columns (holders by name), 1.1's, which add role_oid and
+ * role_sysid, or 1.2's, where role_sysid is called role_system_identifier.
+ * Names are keyed the 1.1 way on 1.0 and 1.1 objects, with the secret of
+ * dlock_lock_key on 1.2's (locktag.c).  A library newer than the
+ * extension's objects keeps working on them until ALTER EXTENSION UPDATE.
+ *
+ * The 1.2 update renames role_sysid because a 1.1 library checks that name
+ * here, whenever the table's relcache entry was invalidated (the rename
+ * invalidates it): so every backend still running a 1.1 library refuses
+ * every call after the update, instead of keying names the old way.
  */
-static bool
-DlockLeaseTableHasRoleOid(Oid relid)
+typedef enum DlockLeaseShape
+{
+	DLOCK_LEASE_1_0,
+	DLOCK_LEASE_1_1,
+	DLOCK_LEASE_1_2
+} DlockLeaseShape;
+
+static DlockLeaseShape
+DlockLeaseTableShape(Oid relid)
 {
 	Relation	rel = table_open(relid, AccessShareLock);
 	TupleDesc	desc = RelationGetDescr(rel);
 	int			natts = desc->natts;
+	const char *sysid = NULL;
 	bool		has_role_oid;
 
 	has_role_oid = natts >= Natts_dlock_lease &&
 		strcmp(NameStr(TupleDescAttr(desc, Anum_dlock_lease_role_oid - 1)->attname),
-			   "role_oid") == 0 &&
-		strcmp(NameStr(TupleDescAttr(desc, Anum_dlock_lease_role_sysid - 1)->attname),
-			   "role_sysid") == 0;
+			   "role_oid") == 0;
+	if (has_role_oid)
+		sysid = pstrdup(NameStr(TupleDescAttr(desc, Anum_dlock_lease_role_sysid - 1)->attname));
 	table_close(rel, AccessShareLock);
-	if (natts != Natts_dlock_lease_1_0 && !has_role_oid)
-		ereport(ERROR,
-				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-				 errmsg("relation \"dlock_lease\" of extension \"dlock\" has %d columns, which this version of the library does not expect",
-						natts),
-				 errhint("Run ALTER EXTENSION dlock UPDATE.")));
-	return has_role_oid;
+	if (natts == Natts_dlock_lease_1_0)
+		return DLOCK_LEASE_1_0;
+	if (sysid != NULL && strcmp(sysid, "role_sysid") == 0)
+		return DLOCK_LEASE_1_1;
+	if (sysid != NULL && strcmp(sysid, "role_system_identifier") == 0)
+		return DLOCK_LEASE_1_2;
+	ereport(ERROR,
+			(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+			 errmsg("relation \"dlock_lease\" of extension \"dlock\" has %d columns, which this version of the library does not expect",
+					natts),
+			 errhint("Run ALTER EXTENSION dlock UPDATE.")));
+	return DLOCK_LEASE_1_0;		/* keep compiler quiet */
 }
 
 /*
@@ -111,6 +132,7 @@ DlockGetRelations(FunctionCallInfo fcinfo)
 	if (!cached_relations_valid)
 	{
 		Oid			nspid;
+		DlockLeaseShape shape;
 
 		if (fcinfo->flinfo == NULL || !OidIsValid(fcinfo->flinfo->fn_oid))
 			elog(ERROR, "dlock function called without a function OID");
@@ -119,10 +141,13 @@ DlockGetRelations(FunctionCallInfo fcinfo)
 			DlockExtensionGone();
 
 		cached_relations.lease_table = DlockLookupRelation("dlock_lease", nspid);
-		cached_relations.has_role_oid =
-			DlockLeaseTableHasRoleOid(cached_relations.lease_table);
+		shape = DlockLeaseTableShape(cached_relations.lease_table);
+		cached_relations.has_role_oid = shape != DLOCK_LEASE_1_0;
 		cached_relations.lease_index = DlockLookupRelation("dlock_lease_pkey", nspid);
 		cached_relations.token_seq = DlockLookupRelation("dlock_token_seq", nspid);
+		cached_relations.key_table = shape == DLOCK_LEASE_1_2 ?
+			DlockLookupRelation("dlock_lock_key", nspid) : InvalidOid;
+		LockKeyLoad(cached_relations.key_table);
 		cached_relations_valid = true;
 	}
 	return &cached_relations;

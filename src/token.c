@@ -535,13 +535,6 @@ TokenRecordEpoch(Oid epoch_table, int64 floor, const TokenHistory *h,
 	SetUserIdAndSecContext(save_userid, save_sec_context);
 }
 
-/* The lock that serializes jumps in this database. */
-static void
-TokenJumpTag(LOCKTAG *tag)
-{
-	SET_LOCKTAG_ADVISORY(*tag, MyDatabaseId, 0, 0, DLOCK_LOCKTAG_EPOCH);
-}
-
 /* a + b, saturating at the top of bigint. */
 static int64
 TokenAdd(int64 a, int64 b)

@@ -3,13 +3,13 @@
  * wait.c
  *		The advisory locks on lock names, and waiting for a busy lease.
  *
- * Each name maps to advisory locktags of dlock's own key space (dlock.h):
- * shown in pg_locks as locktype 'advisory', classid and objid the high and
- * low 32 bits of a 64-bit hash of the name, objsubid DLOCK_LOCKTAG_NAME for
- * the name's lock and DLOCK_LOCKTAG_WAITERS for its queue.  The SQL advisory
- * lock functions only reach objsubid 1 and 2, so no role can take these
- * locks.  Two names may share a hash (at 64 bits, unlikely below billions
- * of names); they then share a queue and serialize their short state
+ * Each name maps to advisory locktags of dlock's own key space (dlock.h),
+ * built in locktag.c: shown in pg_locks as locktype 'advisory', classid and
+ * objid the high and low 32 bits of the name's keyed 64-bit hash, objsubid
+ * DLOCK_LOCKTAG_NAME for the name's lock and DLOCK_LOCKTAG_WAITERS for its
+ * queue.  The SQL advisory lock functions only reach objsubid 1 and 2, so
+ * no role can take these locks.  Two names may share a key by accident
+ * (locktag.c); they then share a queue and serialize their short state
  * changes, never the leases themselves.  All these locks are
  * transaction-level, so they work behind transaction-pooling connection
  * poolers and never outlive the transaction that took them.
@@ -40,7 +40,6 @@
 #include "postgres.h"
 
 #include "access/xact.h"
-#include "common/hashfn.h"
 #include "miscadmin.h"
 #include "storage/latch.h"
 #include "storage/lock.h"
@@ -55,37 +54,6 @@
 
 /* Queue locks to wake the head of when this transaction commits. */
 static List *wake_at_commit = NIL;
-
-/* The 64-bit hash of a lock name: its lock key, and its row cache slot. */
-uint64
-NameHash(text *name)
-{
-	return DatumGetUInt64(hash_any_extended((unsigned char *) VARDATA_ANY(name),
-											VARSIZE_ANY_EXHDR(name), 0));
-}
-
-/*
- * The key of a lock name: 64 bits of its hash in fields 2 and 3, the
- * database in field 1, and DLOCK_LOCKTAG_NAME in field 4, a value no SQL
- * function reaches (see dlock.h).
- */
-void
-NameLockTag(text *name, LOCKTAG *tag)
-{
-	uint64		hash = NameHash(name);
-
-	SET_LOCKTAG_ADVISORY(*tag, MyDatabaseId, (uint32) (hash >> 32),
-						 (uint32) hash, DLOCK_LOCKTAG_NAME);
-}
-
-/* The queue key of the name whose key is tag: the same hash, field 4 differs. */
-void
-NameQueueTag(const LOCKTAG *tag, LOCKTAG *queue_tag)
-{
-	SET_LOCKTAG_ADVISORY(*queue_tag, tag->locktag_field1,
-						 tag->locktag_field2, tag->locktag_field3,
-						 DLOCK_LOCKTAG_WAITERS);
-}
 
 /*
  * Is anybody queued for this name (or one with the same hash)?  A probe of

@@ -199,7 +199,7 @@ populate() {
 		INSERT INTO hand_lease VALUES ('busy', nextval('hand_token_seq'), NULL, now() + interval '1 day');
 		TRUNCATE dlock_lease;
 		INSERT INTO dlock_lease (name, token, owner, role, acquired_at, expires_at,
-		                         released_at, role_oid, role_sysid)
+		                         released_at, role_oid, role_system_identifier)
 		  SELECT 'pre' || i, nextval('dlock_token_seq'), NULL, current_user,
 		         now() - interval '1 min', now() - interval '1 s', now() - interval '1 s',
 		         (SELECT oid FROM pg_roles WHERE rolname = current_user),

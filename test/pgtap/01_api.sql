@@ -10,7 +10,7 @@ CREATE EXTENSION dlock;
 -- pg_get_function_arguments() prints interval defaults in this style.
 SET LOCAL IntervalStyle = 'postgres';
 
-SELECT plan(106);
+SELECT plan(108);
 
 -- ---------------------------------------------------------------------------
 -- The extension
@@ -39,6 +39,7 @@ SELECT set_eq(
           'function dlock_remaining(text,bigint)',
           'table dlock_lease',
           'table dlock_epoch',
+          'table dlock_lock_key',
           'sequence dlock_token_seq',
           'view dlock_leases',
           'view dlock_fenced_tables']
@@ -47,15 +48,21 @@ SELECT set_eq(
     || CASE WHEN pg_catalog.current_setting('server_version_num')::pg_catalog.int4 >= 180000
             THEN ARRAY['type dlock_lease', 'type dlock_lease[]',
                        'type dlock_epoch', 'type dlock_epoch[]',
+                       'type dlock_lock_key', 'type dlock_lock_key[]',
                        'type dlock_leases', 'type dlock_leases[]',
                        'type dlock_fenced_tables', 'type dlock_fenced_tables[]']
             ELSE '{}'::pg_catalog.text[] END,
-    'extension dlock owns exactly its functions, the two tables, the sequence and the views');
+    'extension dlock owns exactly its functions, the three tables, the sequence and the views');
 SELECT ok((SELECT e.extconfig @> ARRAY[to_regclass('dlock_lease')::pg_catalog.oid,
                                        to_regclass('dlock_token_seq')::pg_catalog.oid,
                                        to_regclass('dlock_epoch')::pg_catalog.oid]
              FROM pg_catalog.pg_extension AS e WHERE e.extname = 'dlock'),
           'tables dlock_lease and dlock_epoch and sequence dlock_token_seq are dumped by pg_dump (pg_extension_config_dump)');
+SELECT ok((SELECT NOT (e.extconfig @> ARRAY[to_regclass('dlock_lock_key')::pg_catalog.oid])
+             FROM pg_catalog.pg_extension AS e WHERE e.extname = 'dlock'),
+          'table dlock_lock_key (the lock key secret) is not dumped by pg_dump: a restore draws a new one');
+SELECT is((SELECT pg_catalog.count(*) FROM dlock_lock_key WHERE scheme = 1 AND pg_catalog.length(secret) = 16),
+          1::pg_catalog.int8, 'dlock_lock_key holds one 16-byte secret of scheme 1 (SipHash-2-4)');
 
 -- ---------------------------------------------------------------------------
 -- dlock_acquire(name text, ttl interval, wait interval DEFAULT '0', owner text DEFAULT NULL) RETURNS bigint

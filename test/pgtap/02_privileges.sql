@@ -12,7 +12,7 @@ BEGIN;
 CREATE EXTENSION IF NOT EXISTS pgtap;
 CREATE EXTENSION dlock;
 
-SELECT plan(75);
+SELECT plan(78);
 
 CREATE ROLE dlock_pgtap_a NOLOGIN;
 CREATE ROLE dlock_pgtap_b NOLOGIN;
@@ -63,6 +63,12 @@ SELECT function_privs_are('dlock_rebase', ARRAY[]::name[],
                           'public', ARRAY[]::name[], 'PUBLIC may not execute dlock_rebase');
 SELECT table_privs_are('dlock_epoch', 'dlock_pgtap_a', ARRAY[]::name[],
                        'a plain role has no privilege on table dlock_epoch');
+SELECT table_privs_are('dlock_lock_key', 'public', ARRAY[]::name[],
+                       'PUBLIC has no privilege on table dlock_lock_key (the lock key secret)');
+SELECT table_privs_are('dlock_lock_key', 'dlock_pgtap_a', ARRAY[]::name[],
+                       'a plain role has no privilege on table dlock_lock_key');
+SELECT throws_ok($$SET LOCAL ROLE dlock_pgtap_a; SELECT secret FROM dlock_lock_key$$, '42501', NULL,
+                 'a plain role cannot read the lock key secret');
 
 -- ---------------------------------------------------------------------------
 -- A plain role uses the API and the view

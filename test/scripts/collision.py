@@ -3,18 +3,21 @@
 
 1.0 locked a name on (4475979, hashtext(name)): 32 bits, so two names shared
 a key by the birthday bound at tens of thousands of names, and an open
-transaction on one held up the other.  From 1.1 on, a name's key is
-hash_any_extended(name, seed 0) (what SQL hashtextextended(name, 0) returns
-for text of a deterministic collation), split over classid and objid, with
-objsubid 17484 (the waiters' key: 17485), which no SQL function reaches.
+transaction on one held up the other.  From 1.1 on, a name's key has 64
+bits, split over classid and objid, with objsubid 17484 (the waiters' key:
+17485), which no SQL function reaches; from 1.2 on it is SipHash-2-4 of the
+name with the database's secret (src/locktag.c; lock_keys.sh tests the
+secret itself).
 
 What it checks (one TAP line each):
 
  1  pg_locks shows a name's lock as classid/objid = the high/low 32 bits of
-    hashtextextended(name, 0), objsubid 17484, for a sample of names (ASCII,
-    multibyte, 255 bytes, quotes and control characters)
- 2  among 300,000 generated names, no two share a 64-bit key (while pairs
-    sharing the 32-bit hashtext exist among them)
+    SipHash-2-4 of the name with the secret in dlock_lock_key, objsubid
+    17484, for a sample of names (ASCII, multibyte, 255 bytes, quotes and
+    control characters)
+ 2  among 20,000 generated names, no two share a 64-bit key (computed here
+    with the secret), while among 300,000 pairs sharing the 32-bit hashtext
+    exist
  3  two names A, B with the same 32-bit hashtext (1.0's key) are
     independent: while a transaction that acquired A stays open,
     acquire, check, renew and release of B all finish at once under
@@ -33,10 +36,12 @@ import psycopg
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
 from ledger import Tap  # noqa: E402
+from siphash24 import siphash24  # noqa: E402
 
 DB = os.environ.get("DLOCK_COLLISION_DB", "dlock_collision")
 PROMPT_S = 0.15
 NAMES = 300000
+KEYED_NAMES = 20000
 
 
 def connect(name):
@@ -72,26 +77,26 @@ def run(tap):
         s1.execute("ROLLBACK")
         return tok, keys
 
-    # 1. The key is hashtextextended(name, 0) in classid/objid, objsubid 17484.
+    # 1. The key is SipHash-2-4 in classid/objid, objsubid 17484.
     problems = []
+    secret = bytes(one(obs, "SELECT secret FROM dlock_lock_key"))
     samples = ["a", "nightly-report", "payout:1", "\u00e9t\u00e9/\u65e5\u672c/\U0001F512",
                "x" * 255, "\u00e9" * 127 + "x", "it's \"quoted\" %s\t\n\x01", "  spaces  "]
     for name in samples:
         tok, keys = keys_of(name)
-        h = one(obs, "SELECT hashtextextended(%s, 0)", (name,)) & 0xFFFFFFFFFFFFFFFF
+        h = siphash24(secret, name.encode())
         want = [(h >> 32, h & 0xFFFFFFFF, 17484)]
         if tok is None:
             problems.append(f"acquire of {name!r} returned NULL")
         elif keys != want:
             problems.append(f"{name!r}: pg_locks shows {keys}, want {want}")
-    tap.check(f"the lock key is hashtextextended(name, 0), objsubid 17484, "
+    tap.check(f"the lock key is SipHash-2-4 of the name with the secret, objsubid 17484, "
               f"for {len(samples)} sample names", problems)
 
-    # 2. No 64-bit collision among a million names; 32-bit ones exist.
+    # 2. No 64-bit collision among the keyed names; 32-bit ones exist.
     t = time.monotonic()
-    c64 = one(obs, "SELECT count(*) FROM (SELECT hashtextextended('collide/' || i, 0)"
-                   " FROM generate_series(1, %s) AS i GROUP BY 1 HAVING count(*) > 1) s",
-              (NAMES,))
+    keys = [siphash24(secret, b"collide/%d" % i) for i in range(1, KEYED_NAMES + 1)]
+    c64 = len(keys) - len(set(keys))
     pair = obs.execute(
         "SELECT array_agg(n ORDER BY n) FROM ("
         "  SELECT 'collide/' || i AS n, hashtext('collide/' || i) AS h"
@@ -103,7 +108,7 @@ def run(tap):
         problems.append(f"{c64} 64-bit keys shared")
     if pair is None:
         problems.append("no 32-bit hashtext pair among them (the test needs one)")
-    tap.check(f"no two of {NAMES} names share a 64-bit key", problems,
+    tap.check(f"no two of {KEYED_NAMES} names share a 64-bit key", problems,
               [f"{secs:.1f} s; 1.0's 32-bit key is shared by {pair[0][:2] if pair else None}"])
     if pair is None:
         return

@@ -3,7 +3,7 @@
 # test/scripts/collision.sh: 64-bit lock keys, one suite of "make check".
 #
 # dlock locks a name on a 64-bit hash in its own key space (objsubid 17484);
-# this shows the key in pg_locks, that 300,000 names share none, and that
+# this shows the key in pg_locks, that 20,000 names share none, and that
 # two names sharing 1.0's 32-bit key no longer hold each other up.  The work
 # is in collision.py (its docstring lists the checks); this wrapper runs it
 # with Debian's /usr/bin/python3, which has psycopg 3 (python3-psycopg),
