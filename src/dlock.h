@@ -308,7 +308,7 @@ DlockEventLease(text *name, DlockEvent event, int64 token, const char *owner)
  * partition, in case the UPDATE moves it to another partition: PostgreSQL
  * then fires BEFORE DELETE on the same row, and BEFORE INSERT on the
  * target partition, and those must pass for the writer the UPDATE checked
- * (fence.c; kept by declare.c).
+ * (fence.c; kept by xactstate.c).
  */
 typedef enum FenceMoveStage
 {
@@ -331,7 +331,7 @@ typedef struct FenceMove
 	char		new_lock[DLOCK_MAX_NAME_BYTES];
 } FenceMove;
 
-/* declare.c */
+/* xactstate.c */
 extern void DlockXactGuard(void);
 extern void DeclareToken(text *name, int64 token);
 extern bool DeclaredTokenFor(text *name, int64 *token);

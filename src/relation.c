@@ -101,7 +101,7 @@ DlockLeaseTableHasRoleOid(Oid relid)
  * The extension's relations, found in the schema of the function that is
  * being called.  A function whose extension was dropped meanwhile (a waiting
  * acquire, say) gets a clear error.  Every SQL-callable function comes here
- * before it takes or trusts a lock, so the transaction guard (declare.c) is
+ * before it takes or trusts a lock, so the transaction guard (xactstate.c) is
  * applied here.
  */
 const DlockRelations *

@@ -1,6 +1,6 @@
 /*-------------------------------------------------------------------------
  *
- * declare.c
+ * xactstate.c
  *		What dlock remembers about the current transaction: the tokens it
  *		declared (per lock name), whether it used dlock at all, and the
  *		transaction guard every SQL-callable function passes through.
