@@ -56,7 +56,7 @@ CheckLeaseQuota(const DlockRelations *rels, TimestampTz now)
 		return;
 	SET_LOCKTAG_ADVISORY(tag, MyDatabaseId, GetUserId(), 0,
 						 DLOCK_LOCKTAG_QUOTA);
-	(void) LockAcquire(&tag, ExclusiveLock, false, false);
+	NameLockWait(&tag, ExclusiveLock);
 	if (LeaseCountHeldByRole(rels, GetUserId(), now,
 							 dlock_max_leases_per_role) >=
 		dlock_max_leases_per_role)
