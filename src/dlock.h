@@ -76,6 +76,19 @@
  *	  transaction ends, so the row's TID stays valid (VACUUM FULL, CLUSTER
  *	  and TRUNCATE wait for that transaction).
  *
+ * Resource owner.  "Kept until the transaction ends" means: held by the
+ * resource owner of the (sub)transaction that took the lock, never by a
+ * portal's (wait.c, XactLockAcquire).  Locks 1 to 4 are all taken and given
+ * back that way: a subtransaction's commit hands them to its parent, its
+ * abort (ROLLBACK TO SAVEPOINT, a PL/pgSQL exception block) releases them
+ * together with the row changes and the declarations they guarded, and
+ * nothing else releases them early.  A portal's owner would not do: a
+ * lock taken by a cursor's fetch, and relied on for the rest of the
+ * transaction, would be released by any later fetch of that cursor that
+ * fails inside a subtransaction (AtSubAbort_Portals).  The check locks a
+ * transaction holds are remembered (xactstate.c) only as a hint checked
+ * against the lock manager.
+ *
  * Waiting (acquire.c decides, wait.c waits).  While an acquire waits it
  * holds its queue lock (or waits for it) and nothing else of dlock's, in
  * particular no lock on the lease table, so maintenance of the table never
