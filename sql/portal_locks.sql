@@ -16,13 +16,16 @@ SELECT dlock_acquire('job', '1 min') AS t1 \gset
 CREATE TABLE book (id int PRIMARY KEY, v int, token bigint);
 CREATE TRIGGER book_fence BEFORE INSERT OR UPDATE OR DELETE ON book
   FOR EACH ROW EXECUTE FUNCTION dlock_fence('job', 'token');
--- This backend's locks on lock names, by mode (check, state, hand-over).
+-- This backend's locks on lock names, by mode (check, state, hand-over),
+-- and the lease table's lock of a write, kept until the transaction ends.
 CREATE VIEW my_name_locks AS
-SELECT count(*) FILTER (WHERE mode = 'RowShareLock') > 0 AS check_held,
-       count(*) FILTER (WHERE mode = 'ShareUpdateExclusiveLock') > 0 AS state_held,
-       count(*) FILTER (WHERE mode = 'ExclusiveLock') > 0 AS handover_held
+SELECT count(*) FILTER (WHERE locktype = 'advisory' AND mode = 'RowShareLock') > 0 AS check_held,
+       count(*) FILTER (WHERE locktype = 'advisory' AND mode = 'ShareUpdateExclusiveLock') > 0 AS state_held,
+       count(*) FILTER (WHERE locktype = 'advisory' AND mode = 'ExclusiveLock') > 0 AS handover_held,
+       count(*) FILTER (WHERE locktype = 'relation' AND mode = 'RowExclusiveLock') > 0 AS table_held
   FROM pg_locks
- WHERE locktype = 'advisory' AND objsubid = 17484
+ WHERE ((locktype = 'advisory' AND objsubid = 17484) OR
+        (locktype = 'relation' AND relation = 'dlock_lease'::regclass))
    AND pid = pg_backend_pid() AND granted;
 
 -- The first check runs in a fetch; a later fetch fails in a savepoint.
@@ -35,6 +38,7 @@ FETCH 1 FROM c;
 ROLLBACK TO s;
 SELECT * FROM my_name_locks;
 SELECT dlock_check('job', :t1) AS ok;
+SELECT * FROM my_name_locks;
 COMMIT;
 SELECT * FROM my_name_locks;
 

@@ -277,6 +277,7 @@ extern uint64 NameHash(text *name);
 extern void NameLockTag(text *name, LOCKTAG *tag);
 extern void NameQueueTag(const LOCKTAG *tag, LOCKTAG *queue_tag);
 extern bool NameHasWaiters(const LOCKTAG *queue_tag);
+extern void XactLockRelation(Oid relid, LOCKMODE mode);
 extern bool NameLockTry(const LOCKTAG *tag, LOCKMODE mode);
 extern void NameLockWait(const LOCKTAG *tag, LOCKMODE mode);
 extern void NameLockGiveBack(const LOCKTAG *tag, LOCKMODE mode);

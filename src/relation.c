@@ -131,13 +131,18 @@ DlockGetRelations(FunctionCallInfo fcinfo)
 /*
  * Open the lease table with the given lock.  The table may have been dropped
  * since its OID was looked up (DROP EXTENSION while an acquire waits): that
- * is a clear error, never a failed internal lookup.
+ * is a clear error, never a failed internal lookup.  The lock of a write,
+ * kept until the transaction ends, is the (sub)transaction's, never a
+ * portal's (wait.c): taken for it first, then again by the open.
  */
 Relation
 DlockOpenLeaseTable(const DlockRelations *rels, LOCKMODE mode)
 {
-	Relation	rel = try_relation_open(rels->lease_table, mode);
+	Relation	rel;
 
+	if (mode != AccessShareLock)
+		XactLockRelation(rels->lease_table, mode);
+	rel = try_relation_open(rels->lease_table, mode);
 	if (rel == NULL)
 		DlockExtensionGone();
 	return rel;

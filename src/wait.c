@@ -43,6 +43,7 @@
 #include "common/hashfn.h"
 #include "miscadmin.h"
 #include "storage/latch.h"
+#include "storage/lmgr.h"
 #include "storage/lock.h"
 #include "storage/proc.h"
 #include "utils/guc.h"
@@ -129,6 +130,21 @@ XactLockAcquire(const LOCKTAG *tag, LOCKMODE mode, bool dontWait)
 	result = LockAcquire(tag, mode, false, dontWait);
 	CurrentResourceOwner = caller;
 	return result;
+}
+
+/*
+ * Lock one of dlock's relations (the lease table, for a write) until the
+ * (sub)transaction ends, under its resource owner as above, so that no
+ * portal's failure gives the lock back while the row's address is relied on.
+ */
+void
+XactLockRelation(Oid relid, LOCKMODE mode)
+{
+	ResourceOwner caller = CurrentResourceOwner;
+
+	CurrentResourceOwner = CurTransactionResourceOwner;
+	LockRelationOid(relid, mode);
+	CurrentResourceOwner = caller;
 }
 
 /*
