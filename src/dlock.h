@@ -78,8 +78,9 @@
  *
  * Resource owner.  "Kept until the transaction ends" means: held by the
  * resource owner of the (sub)transaction that took the lock, never by a
- * portal's (wait.c, XactLockAcquire).  Locks 1 to 4 are all taken and given
- * back that way: a subtransaction's commit hands them to its parent, its
+ * portal's (wait.c, XactLockAcquire, XactLockRelation).  Locks 1 to 4, and
+ * the table lock of 5 that a write keeps, are all taken and given back that
+ * way: a subtransaction's commit hands them to its parent, its
  * abort (ROLLBACK TO SAVEPOINT, a PL/pgSQL exception block) releases them
  * together with the row changes and the declarations they guarded, and
  * nothing else releases them early.  A portal's owner would not do: a
