@@ -97,7 +97,10 @@
 #define DlockRelationGetPrimaryKeyIndex(rel) RelationGetPrimaryKeyIndex(rel)
 #endif
 
-/* Does this backend hold the lock in exactly this mode?  From 17 on, with orstronger. */
+/*
+ * Does this backend hold the lock in exactly this mode?  From 17 on,
+ * LockHeldByMe also takes orstronger.
+ */
 #if PG_VERSION_NUM >= 170000
 #define DlockLockHeldByMe(tag, mode) LockHeldByMe((tag), (mode), false)
 #else
