@@ -7,7 +7,7 @@ MODULE_big = dlock
 OBJS = \
 	src/acquire.o \
 	src/api.o \
-	src/declare.o \
+	src/xactstate.o \
 	src/args.o \
 	src/dlock.o \
 	src/events.o \

@@ -55,7 +55,7 @@ CheckLeaseQuota(const DlockRelations *rels, TimestampTz now)
 	if (dlock_max_leases_per_role <= 0)
 		return;
 	RoleQuotaTag(GetUserId(), &tag);
-	(void) LockAcquire(&tag, ExclusiveLock, false, false);
+	NameLockWait(&tag, ExclusiveLock);
 	if (LeaseCountHeldByRole(rels, GetUserId(), now,
 							 dlock_max_leases_per_role) >=
 		dlock_max_leases_per_role)

@@ -98,6 +98,16 @@
 #endif
 
 /*
+ * Does this backend hold the lock in exactly this mode?  From 17 on,
+ * LockHeldByMe also takes orstronger.
+ */
+#if PG_VERSION_NUM >= 170000
+#define DlockLockHeldByMe(tag, mode) LockHeldByMe((tag), (mode), false)
+#else
+#define DlockLockHeldByMe(tag, mode) LockHeldByMe((tag), (mode))
+#endif
+
+/*
  * The PGPROC of a virtual transaction ID: by backend ID before PostgreSQL
  * 17, by proc number from 17 on.
  */

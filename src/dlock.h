@@ -82,6 +82,20 @@
  *	  transaction ends, so the row's TID stays valid (VACUUM FULL, CLUSTER
  *	  and TRUNCATE wait for that transaction).
  *
+ * Resource owner.  "Kept until the transaction ends" means: held by the
+ * resource owner of the (sub)transaction that took the lock, never by a
+ * portal's (wait.c, XactLockAcquire, XactLockRelation).  Locks 1 to 4, and
+ * the table lock of 5 that a write keeps, are all taken and given back that
+ * way: a subtransaction's commit hands them to its parent, its
+ * abort (ROLLBACK TO SAVEPOINT, a PL/pgSQL exception block) releases them
+ * together with the row changes and the declarations they guarded, and
+ * nothing else releases them early.  A portal's owner would not do: a
+ * lock taken by a cursor's fetch, and relied on for the rest of the
+ * transaction, would be released by any later fetch of that cursor that
+ * fails inside a subtransaction (AtSubAbort_Portals).  The check locks a
+ * transaction holds are remembered (xactstate.c) only as a hint checked
+ * against the lock manager.
+ *
  * Waiting (acquire.c decides, wait.c waits).  While an acquire waits it
  * holds its queue lock (or waits for it) and nothing else of dlock's, in
  * particular no lock on the lease table, so maintenance of the table never
@@ -281,6 +295,7 @@ extern int64 LeaseAcquire(FunctionCallInfo fcinfo, text *name,
 /* wait.c */
 extern void WaitInit(void);
 extern bool NameHasWaiters(const LOCKTAG *queue_tag);
+extern void XactLockRelation(Oid relid, LOCKMODE mode);
 extern bool NameLockTry(const LOCKTAG *tag, LOCKMODE mode);
 extern void NameLockWait(const LOCKTAG *tag, LOCKMODE mode);
 extern void NameLockGiveBack(const LOCKTAG *tag, LOCKMODE mode);
@@ -328,7 +343,7 @@ DlockEventLease(text *name, DlockEvent event, int64 token, const char *owner)
  * partition, in case the UPDATE moves it to another partition: PostgreSQL
  * then fires BEFORE DELETE on the same row, and BEFORE INSERT on the
  * target partition, and those must pass for the writer the UPDATE checked
- * (fence.c; kept by declare.c).
+ * (fence.c; kept by xactstate.c).
  */
 typedef enum FenceMoveStage
 {
@@ -353,7 +368,7 @@ typedef struct FenceMove
 	char		new_lock[DLOCK_MAX_NAME_BYTES];
 } FenceMove;
 
-/* declare.c */
+/* xactstate.c */
 extern void DlockXactGuard(void);
 extern void DeclareToken(text *name, int64 token);
 extern bool DeclaredTokenFor(text *name, int64 *token, Oid *role);

@@ -111,7 +111,7 @@ FenceLeaseHeldBy(const DlockRelations *rels, text *name, const LOCKTAG *tag,
  * for a token the row carries as the current user (see below).
  *
  * A transaction that already holds the name's check lock (an earlier check
- * that vouched, declare.c) does not take it again: taking it again would
+ * that vouched, xactstate.c) does not take it again: taking it again would
  * only count it once more.  Everything else is done every time: the lease
  * row is read (a release or an expiry since the earlier check shows only
  * there) and role must act for the holder role (SET ROLE may have changed

@@ -122,7 +122,7 @@ DlockLeaseTableShape(Oid relid)
  * The extension's relations, found in the schema of the function that is
  * being called.  A function whose extension was dropped meanwhile (a waiting
  * acquire, say) gets a clear error.  Every SQL-callable function comes here
- * before it takes or trusts a lock, so the transaction guard (declare.c) is
+ * before it takes or trusts a lock, so the transaction guard (xactstate.c) is
  * applied here.
  */
 const DlockRelations *
@@ -156,13 +156,18 @@ DlockGetRelations(FunctionCallInfo fcinfo)
 /*
  * Open the lease table with the given lock.  The table may have been dropped
  * since its OID was looked up (DROP EXTENSION while an acquire waits): that
- * is a clear error, never a failed internal lookup.
+ * is a clear error, never a failed internal lookup.  The lock of a write,
+ * kept until the transaction ends, is the (sub)transaction's, never a
+ * portal's (wait.c): taken for it first, then again by the open.
  */
 Relation
 DlockOpenLeaseTable(const DlockRelations *rels, LOCKMODE mode)
 {
-	Relation	rel = try_relation_open(rels->lease_table, mode);
+	Relation	rel;
 
+	if (mode != AccessShareLock)
+		XactLockRelation(rels->lease_table, mode);
+	rel = try_relation_open(rels->lease_table, mode);
 	if (rel == NULL)
 		DlockExtensionGone();
 	return rel;

@@ -562,7 +562,7 @@ TokenJump(const DlockRelations *rels, Relation seqrel, int64 last,
 	int64		f;
 
 	TokenJumpTag(&tag);
-	(void) LockAcquire(&tag, ExclusiveLock, false, false);
+	NameLockWait(&tag, ExclusiveLock);
 
 	TokenCurrentHistory(seqrel, &cur);
 	TokenLoadEpoch(token_state_epoch, &latest);
@@ -572,7 +572,7 @@ TokenJump(const DlockRelations *rels, Relation seqrel, int64 last,
 		t > latest.floor && t > last)
 	{
 		epoch_cache = latest;
-		LockRelease(&tag, ExclusiveLock, false);
+		NameLockGiveBack(&tag, ExclusiveLock);
 		*floor = latest.floor;
 		return t;
 	}
@@ -598,7 +598,7 @@ TokenJump(const DlockRelations *rels, Relation seqrel, int64 last,
 	epoch_cache.floor = f;
 	epoch_cache.history = cur;
 	epoch_cache.jumped_at = now;
-	LockRelease(&tag, ExclusiveLock, false);
+	NameLockGiveBack(&tag, ExclusiveLock);
 	*floor = f;
 	return t;
 }
@@ -624,14 +624,14 @@ TokenRaise10(const DlockRelations *rels, int64 floor)
 	int64		t;
 
 	TokenJumpTag(&tag);
-	(void) LockAcquire(&tag, ExclusiveLock, false, false);
+	NameLockWait(&tag, ExclusiveLock);
 	t = nextval_internal(rels->token_seq, false);
 	if (t <= floor)
 	{
 		TokenSetCounter(rels->token_seq, floor);
 		t = nextval_internal(rels->token_seq, false);
 	}
-	LockRelease(&tag, ExclusiveLock, false);
+	NameLockGiveBack(&tag, ExclusiveLock);
 	return t;
 }
 

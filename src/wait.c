@@ -42,6 +42,7 @@
 #include "access/xact.h"
 #include "miscadmin.h"
 #include "storage/latch.h"
+#include "storage/lmgr.h"
 #include "storage/lock.h"
 #include "storage/proc.h"
 #include "utils/guc.h"
@@ -68,31 +69,87 @@ NameHasWaiters(const LOCKTAG *queue_tag)
 	return false;
 }
 
-/* Take the lock if nobody else holds a conflicting one; never wait. */
+/*
+ * Which resource owner holds dlock's locks.  Every lock of dlock's (on a
+ * name, its queue, a role's quota, the epoch) is taken under, and given back
+ * from, the resource owner of the current (sub)transaction, never the
+ * caller's CurrentResourceOwner: while a portal runs (a cursor's FETCH,
+ * PL/pgSQL OPEN/FETCH, an extended-protocol portal) that is the portal's own
+ * owner, and when a later fetch of the portal fails inside a subtransaction,
+ * AtSubAbort_Portals (portalmem.c) makes the portal's owner a child of the
+ * aborting subtransaction's, which then releases every lock in it: also the
+ * locks that earlier, successful fetches took for the rest of the
+ * transaction (a check lock, the state and hand-over locks of a lease this
+ * transaction acquired).  The (sub)transaction's owner gives a lock up
+ * exactly when the (sub)transaction ends: its commit hands it to the
+ * parent, its abort releases it together with the writes it guarded, and
+ * the transaction's end releases everything.
+ *
+ * An error raised while the owner is switched leaves CurrentResourceOwner
+ * to the abort, which resets it (xact.c), as every catcher of errors does.
+ */
+static LockAcquireResult
+XactLockAcquire(const LOCKTAG *tag, LOCKMODE mode, bool dontWait)
+{
+	ResourceOwner caller = CurrentResourceOwner;
+	LockAcquireResult result;
+
+	CurrentResourceOwner = CurTransactionResourceOwner;
+	result = LockAcquire(tag, mode, false, dontWait);
+	CurrentResourceOwner = caller;
+	return result;
+}
+
+/*
+ * Lock one of dlock's relations (the lease table, for a write) until the
+ * (sub)transaction ends, under its resource owner as above, so that no
+ * portal's failure gives the lock back while the row's address is relied on.
+ */
+void
+XactLockRelation(Oid relid, LOCKMODE mode)
+{
+	ResourceOwner caller = CurrentResourceOwner;
+
+	CurrentResourceOwner = CurTransactionResourceOwner;
+	LockRelationOid(relid, mode);
+	CurrentResourceOwner = caller;
+}
+
+/*
+ * Take the lock if nobody else holds a conflicting one; never wait.  It is
+ * held by the current (sub)transaction (see above).
+ */
 bool
 NameLockTry(const LOCKTAG *tag, LOCKMODE mode)
 {
-	return LockAcquire(tag, mode, false, true) != LOCKACQUIRE_NOT_AVAIL;
+	return XactLockAcquire(tag, mode, true) != LOCKACQUIRE_NOT_AVAIL;
 }
 
 /*
  * Take the lock, waiting as long as it takes; lock_timeout, statement_timeout,
- * query cancel and the deadlock detector apply as for any lock.
+ * query cancel and the deadlock detector apply as for any lock.  It is held
+ * by the current (sub)transaction (see above).
  */
 void
 NameLockWait(const LOCKTAG *tag, LOCKMODE mode)
 {
-	(void) LockAcquire(tag, mode, false, false);
+	(void) XactLockAcquire(tag, mode, false);
 }
 
 /*
- * Undo one NameLockTry or NameLockWait of this call.  The lock stays held if
- * this transaction had taken it before.
+ * Undo one NameLockTry, NameLockWait or WaitForNameLock of this call.  The
+ * lock stays held if this transaction had taken it before.
  */
 void
 NameLockGiveBack(const LOCKTAG *tag, LOCKMODE mode)
 {
-	if (!LockRelease(tag, mode, false))
+	ResourceOwner caller = CurrentResourceOwner;
+	bool		released;
+
+	CurrentResourceOwner = CurTransactionResourceOwner;
+	released = LockRelease(tag, mode, false);
+	CurrentResourceOwner = caller;
+	if (!released)
 		elog(ERROR, "dlock advisory lock was not held");
 }
 
@@ -131,25 +188,6 @@ MillisecondsUntil(TimestampTz now, TimestampTz until)
 }
 
 /*
- * A lock taken in an internal subtransaction belongs, once that commits, to
- * the resource owner of the enclosing (sub)transaction, not to the caller's
- * (a portal's), and NameLockGiveBack gives back only the caller's.  Take it
- * once more for the caller (it is held: no wait) and drop the other hold.
- */
-static void
-HandLockToCaller(const LOCKTAG *tag, LOCKMODE mode)
-{
-	ResourceOwner caller = CurrentResourceOwner;
-
-	if (LockAcquire(tag, mode, false, true) == LOCKACQUIRE_NOT_AVAIL)
-		elog(ERROR, "dlock advisory lock was not held");
-	CurrentResourceOwner = CurTransactionResourceOwner;
-	if (!LockRelease(tag, mode, false))
-		elog(ERROR, "dlock advisory lock was not held");
-	CurrentResourceOwner = caller;
-}
-
-/*
  * Take the lock, waiting in the lock manager no longer than the deadline of
  * w: true once held, false when the deadline came first.  The caller's own
  * lock_timeout (counted from the start of w), statement_timeout, query
@@ -159,7 +197,9 @@ HandLockToCaller(const LOCKTAG *tag, LOCKMODE mode)
  * binding limit, as PL/pgSQL runs an exception block (pl_exec.c,
  * exec_stmt_block): on the deadline's 55P03 the subtransaction is rolled
  * back and the error dropped; any other error is raised again unchanged.  A
- * lock it got is handed to the calling (sub)transaction on release.
+ * lock it got belongs, once the internal subtransaction commits, to the
+ * resource owner of the calling (sub)transaction, like every lock of dlock's
+ * (see XactLockAcquire), never to a portal's.
  */
 bool
 WaitForNameLock(const LOCKTAG *tag, LOCKMODE mode, const DlockWait *w)
@@ -211,7 +251,6 @@ WaitForNameLock(const LOCKTAG *tag, LOCKMODE mode, const DlockWait *w)
 		ReleaseCurrentSubTransaction();
 		MemoryContextSwitchTo(oldcxt);
 		CurrentResourceOwner = oldowner;
-		HandLockToCaller(tag, mode);
 	}
 	PG_CATCH();
 	{

@@ -1,6 +1,6 @@
 /*-------------------------------------------------------------------------
  *
- * declare.c
+ * xactstate.c
  *		What dlock remembers about the current transaction: the tokens it
  *		declared (per lock name), whether it used dlock at all, and the
  *		transaction guard every SQL-callable function passes through.
@@ -19,12 +19,19 @@
  * Check locks held.  FenceCheck() takes DLOCK_LOCK_CHECK on a name and
  * keeps it until the transaction ends; a transaction that checks the same
  * name again (dlock_assert, then the dlock_fence() trigger on every row it
- * writes) already holds it.  The names whose check lock this transaction
- * holds are remembered here, with the subtransaction whose resource owner
- * holds it, and follow the lock exactly: a subtransaction that commits hands
- * them to its parent, one that aborts forgets them (its locks are released),
- * and the end of the transaction forgets them all.  FenceCheck then skips
- * taking the lock again; it still reads the lease row and applies the role
+ * writes) already holds it.  The lock is held by the resource owner of the
+ * (sub)transaction that took it, never by a portal's (wait.c,
+ * XactLockAcquire): a portal's owner is released with a subtransaction that
+ * aborts while the portal runs, though earlier fetches ran outside it.  The
+ * names whose check lock this transaction holds are remembered here, with
+ * that subtransaction and its resource owner, and follow the lock exactly: a
+ * subtransaction that commits hands them to its parent (and its parent's
+ * owner), one that aborts forgets them (its owner releases its locks), and
+ * the end of the transaction forgets them all.  The memory is not trusted on
+ * its own: CheckLockHeld answers yes only if the lock manager also says this
+ * backend holds the lock (LockHeldByMe), and forgets a name it does not, so
+ * the check takes the lock again.  FenceCheck then skips taking the lock
+ * only when both agree; it still reads the lease row and applies the role
  * rule every time.
  *
  * The guard.  DlockXactGuard() is called (through DlockGetRelations) by
@@ -51,6 +58,7 @@
 #include "miscadmin.h"
 #include "utils/builtins.h"
 #include "utils/memutils.h"
+#include "utils/resowner.h"
 
 #include "compat.h"
 #include "dlock.h"
@@ -74,7 +82,8 @@ static List *declared = NIL;
 /* A name's check lock, held by this transaction (see above). */
 typedef struct HeldCheckLock
 {
-	SubTransactionId subid;		/* whose resource owner holds it */
+	SubTransactionId subid;		/* the (sub)transaction that holds it */
+	ResourceOwner owner;		/* its resource owner, which holds the lock */
 	uint32		key_high;		/* the locktag's field2 and field3 */
 	uint32		key_low;
 } HeldCheckLock;
@@ -145,7 +154,11 @@ DeclareSubXactCallback(SubXactEvent event, SubTransactionId mySubid,
 				HeldCheckLock *h = (HeldCheckLock *) lfirst(lc);
 
 				if (h->subid == mySubid)
+				{
+					/* The commit hands the lock to the parent's owner. */
 					h->subid = parentSubid;
+					h->owner = ResourceOwnerGetParent(h->owner);
+				}
 			}
 			break;
 		case SUBXACT_EVENT_ABORT_SUB:
@@ -248,9 +261,27 @@ DeclaredTokenFor(text *name, int64 *token, Oid *role)
 	return false;
 }
 
+#ifdef USE_ASSERT_CHECKING
+/* Is owner the current (sub)transaction's resource owner or an ancestor? */
+static bool
+OwnerEnclosesCurrent(ResourceOwner owner)
+{
+	ResourceOwner o;
+
+	for (o = CurTransactionResourceOwner; o != NULL;
+		 o = ResourceOwnerGetParent(o))
+	{
+		if (o == owner)
+			return true;
+	}
+	return false;
+}
+#endif
+
 /*
  * Does this transaction hold the check lock whose tag is tag, taken by
- * FenceCheck and remembered by CheckLockRemember?
+ * FenceCheck and remembered by CheckLockRemember?  Yes only if the lock
+ * manager agrees; a remembered lock it does not know is forgotten.
  */
 bool
 CheckLockHeld(const LOCKTAG *tag)
@@ -263,14 +294,20 @@ CheckLockHeld(const LOCKTAG *tag)
 
 		if (h->key_high == tag->locktag_field2 &&
 			h->key_low == tag->locktag_field3)
-			return true;
+		{
+			Assert(OwnerEnclosesCurrent(h->owner));
+			if (DlockLockHeldByMe(tag, DLOCK_LOCK_CHECK))
+				return true;
+			held_checks = foreach_delete_current(held_checks, lc);
+			return false;
+		}
 	}
 	return false;
 }
 
 /*
- * FenceCheck took the check lock whose tag is tag, in the current
- * subtransaction, and keeps it.
+ * FenceCheck took the check lock whose tag is tag, under the resource owner
+ * of the current (sub)transaction (NameLockWait), and keeps it.
  */
 void
 CheckLockRemember(const LOCKTAG *tag)
@@ -284,6 +321,7 @@ CheckLockRemember(const LOCKTAG *tag)
 	oldcxt = MemoryContextSwitchTo(TopTransactionContext);
 	h = (HeldCheckLock *) palloc(sizeof(HeldCheckLock));
 	h->subid = GetCurrentSubTransactionId();
+	h->owner = CurTransactionResourceOwner;
 	h->key_high = tag->locktag_field2;
 	h->key_low = tag->locktag_field3;
 	held_checks = lappend(held_checks, h);
