@@ -103,7 +103,8 @@
  * only while both locks of a hand-over are held; token.c says how they stay
  * above every earlier token, whatever happens to the database.  A draw that
  * must jump takes one more lock, DLOCK_LOCKTAG_EPOCH in ExclusiveLock,
- * last, and gives it back before it returns.  While holding it, a draw
+ * last, and gives it back before it returns (every other draw holds it in
+ * ShareLock around its nextval only).  While holding it, a draw
  * waits for nothing but the table locks of dlock's own relations, so only
  * a transaction that holds DDL locks on them and then acquires could
  * deadlock with it.

@@ -29,12 +29,11 @@
  * back, and an old primary started again after a failover stays below the
  * promoted standby (it does not jump; the standby jumped to the clock).
  *
- * A drawn token t is accepted, with no lock, read or write beyond nextval,
- * when the backend's cached last epoch row is of the current history,
- * t > its floor, and t > the name's last token.  Otherwise the draw jumps:
- * under DLOCK_LOCKTAG_EPOCH (one lock per database, held only while jumping,
- * never while waiting for anything else, so it cannot take part in a
- * deadlock), it reads the epoch rows again (committed or still in progress,
+ * A drawn token t is accepted, with no read or write beyond nextval and a
+ * share lock held only around it (TokenNextval), when the backend's cached
+ * last epoch row is of the current history, t > its floor, and t > the
+ * name's last token.  Otherwise the draw jumps: under DLOCK_LOCKTAG_EPOCH
+ * (one lock per database, held exclusively only while jumping), it reads the epoch rows again (committed or still in progress,
  * so that the first draws of a new history jump once, not once each), and
  * unless a row of the current history now accepts a fresh draw, sets the
  * counter to
@@ -49,12 +48,20 @@
  *
  * Proof sketch
  * ------------
- * Within one history the counter only rises (nextval; a jump only raises
- * it, F >= t), and every token is flushed before it is returned
- * (TokenFlushSequence), so crashes and uncommitted draws cannot repeat one.
- * A reset of the counter either rewrites it (new relfilenode: new history),
- * or (setval) puts it at or below the floor (caught: t <= floor) or above it
- * (caught per name by t > last; see Limits).
+ * Within one history the counter only rises: nextval, and a jump's setval
+ * to F >= t, where t is the jump's own draw.  setval is not "raise to at
+ * least": it would move the counter back under values that other backends
+ * drew between t and the setval.  So every draw takes the jump lock in
+ * share mode around its nextval (TokenNextval), and a jump holds it
+ * exclusively from its draw of t until it has drawn after the setval: the
+ * counter is still at t when it is set to F.  Every token is flushed before
+ * it is returned (TokenFlushSequence), so crashes and uncommitted draws
+ * cannot repeat one.  Hence no two draws of one history, for any names,
+ * ever return the same token, whatever jumps, rebases, clock steps or
+ * setvals above the counter happen.  A reset of the counter either rewrites
+ * it (new relfilenode: new history), or (setval) puts it at or below the
+ * floor (caught: t <= floor) or above it but below tokens handed out
+ * (caught only per name by t > last; see Limits).
  *
  * Across histories: let history H start with a jump at clock time s to
  * F_H, and hand out n_H tokens, all <= F_H + n_H.  A later history H' that
@@ -77,7 +84,14 @@
  *   than the time since the old history's last jump can repeat tokens that
  *   the old history handed out and that the new one never saw.
  * - A setval() above the floor but below tokens already handed out is
- *   caught only for names whose rows carry those tokens: call dlock_rebase().
+ *   caught only for names whose rows carry those tokens: other names can
+ *   get tokens handed out before, until the next dlock_rebase() (which
+ *   jumps above every lease row and by the time elapsed since the last
+ *   jump).  Detecting it on the fast path would need a read of a second
+ *   record of the highest token at every draw.  A setval() up is harmless.
+ * - DROP EXTENSION removes the floor with dlock_epoch: the new extension's
+ *   first jump meets the clock, but not a counter that was ahead of it
+ *   (docs/tokens.md says what to carry over).
  * - Events that keep the history are not seen: a disk or VM snapshot
  *   rolled back, a base backup started without recovery, a second promotion
  *   onto a timeline already used.  Call dlock_rebase() after them.
@@ -542,6 +556,28 @@ TokenJumpTag(LOCKTAG *tag)
 	SET_LOCKTAG_ADVISORY(*tag, MyDatabaseId, 0, 0, DLOCK_LOCKTAG_EPOCH);
 }
 
+/*
+ * Draw from the counter on the fast path.  A jump holds the jump lock
+ * exclusively from its first draw until it has moved the counter and drawn
+ * again; the share mode here keeps every other draw out of that window, so
+ * that the jump's setval, which is not "raise to at least", never moves the
+ * counter under a value another backend drew meanwhile.  Draws do not wait
+ * for each other; the lock is held only around nextval, which waits for
+ * nothing but the counter's buffer.
+ */
+static int64
+TokenNextval(Oid seqoid)
+{
+	LOCKTAG		tag;
+	int64		t;
+
+	TokenJumpTag(&tag);
+	(void) LockAcquire(&tag, ShareLock, false, false);
+	t = nextval_internal(seqoid, false);
+	LockRelease(&tag, ShareLock, false);
+	return t;
+}
+
 /* a + b, saturating at the top of bigint. */
 static int64
 TokenAdd(int64 a, int64 b)
@@ -597,7 +633,12 @@ TokenJump(const DlockRelations *rels, Relation seqrel, int64 last,
 		f = Max(f, TokenAdd(latest.floor, 1));
 		f = Max(f, TokenAdd(latest.floor, now - latest.jumped_at));
 	}
-	TokenSetCounter(rels->token_seq, f);
+	/*
+	 * No other draw runs while the lock is held (TokenNextval), so the
+	 * counter is still at t: f >= t moves it forward or leaves it.
+	 */
+	if (f > t)
+		TokenSetCounter(rels->token_seq, f);
 	t = nextval_internal(rels->token_seq, false);
 	TokenRecordEpoch(token_state_epoch, f, &cur, now, reason);
 
@@ -633,8 +674,9 @@ TokenRaise10(const DlockRelations *rels, int64 floor)
 	TokenJumpTag(&tag);
 	(void) LockAcquire(&tag, ExclusiveLock, false, false);
 	t = nextval_internal(rels->token_seq, false);
-	if (t <= floor)
+	if (t < floor)
 	{
+		/* The counter is at t: no draw runs meanwhile (TokenNextval). */
 		TokenSetCounter(rels->token_seq, floor);
 		t = nextval_internal(rels->token_seq, false);
 	}
@@ -674,7 +716,7 @@ TokenDraw(const DlockRelations *rels, int64 last)
 	int64		floor;
 
 	TokenPrepare(rels);
-	t = nextval_internal(rels->token_seq, false);
+	t = TokenNextval(rels->token_seq);
 	seqrel = relation_open(rels->token_seq, AccessShareLock);
 
 	if (!OidIsValid(token_state_epoch))
