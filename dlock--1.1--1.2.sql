@@ -10,3 +10,14 @@
 -- paths: 1.0 -> 1.1 -> 1.2 against 1.1 -> 1.2.
 --
 -- Each change below names the issue and item it belongs to.
+
+-- issue 24 item 10: carry the token floor over DROP and CREATE EXTENSION
+-- (docs/tokens.md): dlock_rebase(at_least) also puts every later token
+-- above at_least, raising the counter under the jump lock, never lowering it.
+CREATE FUNCTION @extschema@.dlock_rebase(at_least pg_catalog.int8)
+RETURNS pg_catalog.int8
+AS 'MODULE_PATHNAME', 'dlock_rebase'
+LANGUAGE C VOLATILE CALLED ON NULL INPUT PARALLEL UNSAFE;
+REVOKE ALL ON FUNCTION @extschema@.dlock_rebase(pg_catalog.int8) FROM PUBLIC;
+COMMENT ON FUNCTION @extschema@.dlock_rebase(pg_catalog.int8) IS
+	'dlock_rebase(), and every later token is also above at_least: raises the token counter, never lowers it; returns the new floor; superusers and the extension owner only';

@@ -745,9 +745,34 @@ TokenDraw(const DlockRelations *rels, int64 last)
 }
 
 /*
- * dlock_rebase(): jump now, as after a change of history; returns the new
- * floor.  For events dlock cannot see (see the file header).  Superusers
- * and the owner of the extension only.
+ * The argument of dlock_rebase(at_least): not null, not negative.  Zero
+ * without it.
+ */
+static int64
+TokenAtLeastArg(FunctionCallInfo fcinfo)
+{
+	int64		at_least;
+
+	if (PG_NARGS() == 0)
+		return 0;
+	if (PG_ARGISNULL(0))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("argument \"%s\" must not be null", "at_least")));
+	at_least = PG_GETARG_INT64(0);
+	if (at_least < 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("argument \"%s\" must not be negative", "at_least")));
+	return at_least;
+}
+
+/*
+ * dlock_rebase() and dlock_rebase(at_least): jump now, as after a change
+ * of history, and with at_least also above it (the token a dropped copy of
+ * the extension reached, say); returns the new floor.  For events dlock
+ * cannot see (see the file header).  The jump only ever raises the counter.
+ * Superusers and the owner of the extension only.
  */
 Datum
 dlock_rebase(PG_FUNCTION_ARGS)
@@ -755,6 +780,7 @@ dlock_rebase(PG_FUNCTION_ARGS)
 	const DlockRelations *rels;
 	Relation	seqrel;
 	int64		floor;
+	int64		at_least;
 	Oid			extoid = get_extension_oid("dlock", false);
 
 	if (!DlockExtensionOwnercheck(extoid, GetUserId()))
@@ -762,6 +788,7 @@ dlock_rebase(PG_FUNCTION_ARGS)
 				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
 				 errmsg("permission denied to rebase dlock tokens"),
 				 errdetail("Only superusers and the owner of extension \"dlock\" may call dlock_rebase().")));
+	at_least = TokenAtLeastArg(fcinfo);
 	PreventCommandIfReadOnly("dlock_rebase()");
 
 	rels = DlockGetRelations(fcinfo);
@@ -772,7 +799,7 @@ dlock_rebase(PG_FUNCTION_ARGS)
 				 errmsg("extension \"dlock\" must be updated before tokens can be rebased"),
 				 errhint("Run ALTER EXTENSION dlock UPDATE.")));
 	seqrel = relation_open(rels->token_seq, AccessShareLock);
-	(void) TokenJump(rels, seqrel, 0, "rebase", &floor);
+	(void) TokenJump(rels, seqrel, at_least, "rebase", &floor);
 	TokenFlushSequence(seqrel);
 	relation_close(seqrel, AccessShareLock);
 	ForceDurableCommit();

@@ -33,6 +33,7 @@ SELECT set_eq(
           'function dlock_fence()',
           'function dlock_cleanup(interval,integer)',
           'function dlock_rebase()',
+          'function dlock_rebase(bigint)',
           'function dlock_resolve_holder(name,oid,bigint)',
           'function dlock_remaining(text,bigint)',
           'table dlock_lease',
