@@ -33,10 +33,10 @@
  * share lock held only around it (TokenNextval), when the backend's cached
  * last epoch row is of the current history, t > its floor, and t > the
  * name's last token.  Otherwise the draw jumps: under DLOCK_LOCKTAG_EPOCH
- * (one lock per database, held exclusively only while jumping), it reads the epoch rows again (committed or still in progress,
- * so that the first draws of a new history jump once, not once each), and
- * unless a row of the current history now accepts a fresh draw, sets the
- * counter to
+ * (one lock per database, held exclusively only while jumping), it reads
+ * the epoch rows again (committed or still in progress, so that the first
+ * draws of a new history jump once, not once each), and unless a row of the
+ * current history now accepts a fresh draw, sets the counter to
  *
  *		F = max(t, last token of the name, highest token in the lease table,
  *				highest floor + 1, clock, highest floor + (clock - its jumped_at))
