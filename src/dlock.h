@@ -104,10 +104,8 @@
  * above every earlier token, whatever happens to the database.  A draw that
  * must jump takes one more lock, DLOCK_LOCKTAG_EPOCH in ExclusiveLock,
  * last, and gives it back before it returns (every other draw holds it in
- * ShareLock around its nextval only).  While holding it, a draw
- * waits for nothing but the table locks of dlock's own relations, so only
- * a transaction that holds DDL locks on them and then acquires could
- * deadlock with it.
+ * ShareLock around its nextval only).  A jump takes the table locks it
+ * needs before it, so while holding it a draw waits for no table lock.
  *
  * Holders.  From 1.1 on, a lease row records its holder role as an OID
  * (role_oid) together with the system identifier of the cluster where that

@@ -135,6 +135,7 @@
 #include "miscadmin.h"
 #include "replication/syncrep.h"
 #include "storage/bufmgr.h"
+#include "storage/lmgr.h"
 #include "storage/lock.h"
 #include "utils/acl.h"
 #include "utils/builtins.h"
@@ -604,6 +605,13 @@ TokenJump(const DlockRelations *rels, Relation seqrel, int64 last,
 	int64		t;
 	int64		f;
 
+	/*
+	 * Every draw waits while the jump lock is held: take the table locks of
+	 * the jump first, so that no one's DDL on them is waited for under it.
+	 */
+	LockRelationOid(rels->lease_table, AccessShareLock);
+	LockRelationOid(token_state_epoch, RowExclusiveLock);
+	LockRelationOid(rels->token_seq, RowExclusiveLock);
 	TokenJumpTag(&tag);
 	(void) LockAcquire(&tag, ExclusiveLock, false, false);
 
