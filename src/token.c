@@ -51,9 +51,9 @@
  * Within one history the counter only rises: nextval, and a jump's setval
  * to F >= t, where t is the jump's own draw.  setval is not "raise to at
  * least": it would move the counter back under values that other backends
- * drew between t and the setval.  So every draw takes the jump lock in
- * share mode around its nextval (TokenNextval), and a jump holds it
- * exclusively from its draw of t until it has drawn after the setval: the
+ * drew between t and the setval.  So every draw takes the jump lock (one
+ * stripe of it) in share mode around its nextval (TokenNextval), and a
+ * jump holds it (every stripe) exclusively from its draw of t until it has drawn after the setval: the
  * counter is still at t when it is set to F.  Every token is flushed before
  * it is returned (TokenFlushSequence), so crashes and uncommitted draws
  * cannot repeat one.  Hence no two draws of one history, for any names,
@@ -558,21 +558,58 @@ TokenJumpTag(LOCKTAG *tag)
 }
 
 /*
- * Draw from the counter on the fast path.  A jump holds the jump lock
- * exclusively from its first draw until it has moved the counter and drawn
- * again; the share mode here keeps every other draw out of that window, so
- * that the jump's setval, which is not "raise to at least", never moves the
- * counter under a value another backend drew meanwhile.  Draws do not wait
- * for each other; the lock is held only around nextval, which waits for
- * nothing but the counter's buffer.
+ * Draws and jumps are ordered by the jump lock: a jump holds it exclusively
+ * from its first draw until it has moved the counter and drawn again, and
+ * every other draw holds it in share mode around its nextval, so that the
+ * jump's setval, which is not "raise to at least", never moves the counter
+ * under a value another backend drew meanwhile.  So that draws do not all
+ * meet on one lock-manager entry, the lock has TOKEN_JUMP_STRIPES stripes
+ * (field3 of the jump tag): a draw takes the one of its process, a jump
+ * takes them all, in order.
  */
+#define TOKEN_JUMP_STRIPES 16
+
+static void
+TokenJumpStripeTag(LOCKTAG *tag, int stripe)
+{
+	TokenJumpTag(tag);
+	tag->locktag_field3 = (uint32) stripe;
+}
+
+static void
+TokenJumpLock(void)
+{
+	LOCKTAG		tag;
+	int			i;
+
+	for (i = 0; i < TOKEN_JUMP_STRIPES; i++)
+	{
+		TokenJumpStripeTag(&tag, i);
+		(void) LockAcquire(&tag, ExclusiveLock, false, false);
+	}
+}
+
+static void
+TokenJumpUnlock(void)
+{
+	LOCKTAG		tag;
+	int			i;
+
+	for (i = TOKEN_JUMP_STRIPES - 1; i >= 0; i--)
+	{
+		TokenJumpStripeTag(&tag, i);
+		LockRelease(&tag, ExclusiveLock, false);
+	}
+}
+
+/* Draw from the counter on the fast path, in share mode (see above). */
 static int64
 TokenNextval(Oid seqoid)
 {
 	LOCKTAG		tag;
 	int64		t;
 
-	TokenJumpTag(&tag);
+	TokenJumpStripeTag(&tag, MyProcPid % TOKEN_JUMP_STRIPES);
 	(void) LockAcquire(&tag, ShareLock, false, false);
 	t = nextval_internal(seqoid, false);
 	LockRelease(&tag, ShareLock, false);
@@ -598,7 +635,6 @@ static int64
 TokenJump(const DlockRelations *rels, Relation seqrel, int64 last,
 		  const char *reason, int64 *floor)
 {
-	LOCKTAG		tag;
 	TokenHistory cur;
 	TokenEpoch	latest;
 	TimestampTz now;
@@ -612,8 +648,7 @@ TokenJump(const DlockRelations *rels, Relation seqrel, int64 last,
 	LockRelationOid(rels->lease_table, AccessShareLock);
 	LockRelationOid(token_state_epoch, RowExclusiveLock);
 	LockRelationOid(rels->token_seq, RowExclusiveLock);
-	TokenJumpTag(&tag);
-	(void) LockAcquire(&tag, ExclusiveLock, false, false);
+	TokenJumpLock();
 
 	TokenCurrentHistory(seqrel, &cur);
 	TokenLoadEpoch(token_state_epoch, &latest);
@@ -623,7 +658,7 @@ TokenJump(const DlockRelations *rels, Relation seqrel, int64 last,
 		t > latest.floor && t > last)
 	{
 		epoch_cache = latest;
-		LockRelease(&tag, ExclusiveLock, false);
+		TokenJumpUnlock();
 		*floor = latest.floor;
 		return t;
 	}
@@ -654,7 +689,7 @@ TokenJump(const DlockRelations *rels, Relation seqrel, int64 last,
 	epoch_cache.floor = f;
 	epoch_cache.history = cur;
 	epoch_cache.jumped_at = now;
-	LockRelease(&tag, ExclusiveLock, false);
+	TokenJumpUnlock();
 	*floor = f;
 	return t;
 }
@@ -676,11 +711,9 @@ TokenTimelineFloor(void)
 static int64
 TokenRaise10(const DlockRelations *rels, int64 floor)
 {
-	LOCKTAG		tag;
 	int64		t;
 
-	TokenJumpTag(&tag);
-	(void) LockAcquire(&tag, ExclusiveLock, false, false);
+	TokenJumpLock();
 	t = nextval_internal(rels->token_seq, false);
 	if (t < floor)
 	{
@@ -688,7 +721,7 @@ TokenRaise10(const DlockRelations *rels, int64 floor)
 		TokenSetCounter(rels->token_seq, floor);
 		t = nextval_internal(rels->token_seq, false);
 	}
-	LockRelease(&tag, ExclusiveLock, false);
+	TokenJumpUnlock();
 	return t;
 }
 
