@@ -192,3 +192,13 @@ DROP FUNCTION @extschema@.dlock_new_lock_key();
 -- dlock_epoch.system_identifier.
 ALTER TABLE @extschema@.dlock_lease
 	RENAME COLUMN role_sysid TO role_system_identifier;
+-- issue 24 item 10: carry the token floor over DROP and CREATE EXTENSION
+-- (docs/tokens.md): dlock_rebase(at_least) also puts every later token
+-- above at_least, raising the counter under the jump lock, never lowering it.
+CREATE FUNCTION @extschema@.dlock_rebase(at_least pg_catalog.int8)
+RETURNS pg_catalog.int8
+AS 'MODULE_PATHNAME', 'dlock_rebase'
+LANGUAGE C VOLATILE CALLED ON NULL INPUT PARALLEL UNSAFE;
+REVOKE ALL ON FUNCTION @extschema@.dlock_rebase(pg_catalog.int8) FROM PUBLIC;
+COMMENT ON FUNCTION @extschema@.dlock_rebase(pg_catalog.int8) IS
+	'dlock_rebase(), and every later token is also above at_least: raises the token counter, never lowers it; returns the new floor; superusers and the extension owner only';

@@ -21,8 +21,9 @@
  *	field4 = one of
  *		DLOCK_LOCKTAG_NAME    (17484)  the name's lock
  *		DLOCK_LOCKTAG_WAITERS (17485)  the name's waiters
- *	and field2 = field3 = 0 with field4 = DLOCK_LOCKTAG_EPOCH (17486) for
- *	the lock that serializes moving tokens to a new epoch, and field2 = the
+ *	and field2 = 0, field3 = a stripe (0 to 15; token.c) with field4 =
+ *	DLOCK_LOCKTAG_EPOCH (17486) for the lock that orders draws and jumps
+ *	of the token counter, and field2 = the
  *	role's OID, field3 = 0, field4 = DLOCK_LOCKTAG_QUOTA (17487) for the
  *	per-role lease quota.
  *
@@ -123,10 +124,10 @@
  * only while both locks of a hand-over are held; token.c says how they stay
  * above every earlier token, whatever happens to the database.  A draw that
  * must jump takes one more lock, DLOCK_LOCKTAG_EPOCH in ExclusiveLock,
- * last, and gives it back before it returns.  While holding it, a draw
- * waits for nothing but the table locks of dlock's own relations, so only
- * a transaction that holds DDL locks on them and then acquires could
- * deadlock with it.
+ * last (all its stripes), and gives it back before it returns (every other
+ * draw holds one stripe in ShareLock around its nextval only).  A jump
+ * takes the table locks it needs before it, so while holding it a draw
+ * waits for no table lock.
  *
  * Holders.  From 1.1 on, a lease row records its holder role as an OID
  * (role_oid) together with the system identifier of the cluster where that
@@ -235,7 +236,7 @@ extern void LockKeyLoad(Oid key_table);
 extern uint64 NameHash(text *name);
 extern void NameLockTag(text *name, LOCKTAG *tag);
 extern void NameQueueTag(const LOCKTAG *tag, LOCKTAG *queue_tag);
-extern void TokenJumpTag(LOCKTAG *tag);
+extern void TokenJumpTag(LOCKTAG *tag, int stripe);
 extern void RoleQuotaTag(Oid role, LOCKTAG *tag);
 extern PGDLLEXPORT Datum dlock_new_lock_key(PG_FUNCTION_ARGS);
 

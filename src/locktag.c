@@ -405,11 +405,15 @@ NameQueueTag(const LOCKTAG *tag, LOCKTAG *queue_tag)
 						 DLOCK_LOCKTAG_WAITERS);
 }
 
-/* The lock that serializes jumps in this database (token.c). */
+/*
+ * One stripe of the lock that orders token draws and jumps in this database
+ * (token.c, TokenNextval): field3 is the stripe.
+ */
 void
-TokenJumpTag(LOCKTAG *tag)
+TokenJumpTag(LOCKTAG *tag, int stripe)
 {
-	SET_LOCKTAG_ADVISORY(*tag, MyDatabaseId, 0, 0, DLOCK_LOCKTAG_EPOCH);
+	SET_LOCKTAG_ADVISORY(*tag, MyDatabaseId, 0, (uint32) stripe,
+						 DLOCK_LOCKTAG_EPOCH);
 }
 
 /* The lease quota lock of a role (dlock.max_leases_per_role, acquire.c). */

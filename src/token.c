@@ -29,15 +29,14 @@
  * back, and an old primary started again after a failover stays below the
  * promoted standby (it does not jump; the standby jumped to the clock).
  *
- * A drawn token t is accepted, with no lock, read or write beyond nextval,
- * when the backend's cached last epoch row is of the current history,
- * t > its floor, and t > the name's last token.  Otherwise the draw jumps:
- * under DLOCK_LOCKTAG_EPOCH (one lock per database, held only while jumping,
- * never while waiting for anything else, so it cannot take part in a
- * deadlock), it reads the epoch rows again (committed or still in progress,
- * so that the first draws of a new history jump once, not once each), and
- * unless a row of the current history now accepts a fresh draw, sets the
- * counter to
+ * A drawn token t is accepted, with no read or write beyond nextval and a
+ * share lock held only around it (TokenNextval), when the backend's cached
+ * last epoch row is of the current history, t > its floor, and t > the
+ * name's last token.  Otherwise the draw jumps: under DLOCK_LOCKTAG_EPOCH
+ * (one lock per database, held exclusively only while jumping), it reads
+ * the epoch rows again (committed or still in progress, so that the first
+ * draws of a new history jump once, not once each), and unless a row of the
+ * current history now accepts a fresh draw, sets the counter to
  *
  *		F = max(t, last token of the name, highest token in the lease table,
  *				highest floor + 1, clock, highest floor + (clock - its jumped_at))
@@ -49,12 +48,20 @@
  *
  * Proof sketch
  * ------------
- * Within one history the counter only rises (nextval; a jump only raises
- * it, F >= t), and every token is flushed before it is returned
- * (TokenFlushSequence), so crashes and uncommitted draws cannot repeat one.
- * A reset of the counter either rewrites it (new relfilenode: new history),
- * or (setval) puts it at or below the floor (caught: t <= floor) or above it
- * (caught per name by t > last; see Limits).
+ * Within one history the counter only rises: nextval, and a jump's setval
+ * to F >= t, where t is the jump's own draw.  setval is not "raise to at
+ * least": it would move the counter back under values that other backends
+ * drew between t and the setval.  So every draw takes the jump lock (one
+ * stripe of it) in share mode around its nextval (TokenNextval), and a
+ * jump holds it (every stripe) exclusively from its draw of t until it has drawn after the setval: the
+ * counter is still at t when it is set to F.  Every token is flushed before
+ * it is returned (TokenFlushSequence), so crashes and uncommitted draws
+ * cannot repeat one.  Hence no two draws of one history, for any names,
+ * ever return the same token, whatever jumps, rebases, clock steps or
+ * setvals above the counter happen.  A reset of the counter either rewrites
+ * it (new relfilenode: new history), or (setval) puts it at or below the
+ * floor (caught: t <= floor) or above it but below tokens handed out
+ * (caught only per name by t > last; see Limits).
  *
  * Across histories: let history H start with a jump at clock time s to
  * F_H, and hand out n_H tokens, all <= F_H + n_H.  A later history H' that
@@ -77,7 +84,14 @@
  *   than the time since the old history's last jump can repeat tokens that
  *   the old history handed out and that the new one never saw.
  * - A setval() above the floor but below tokens already handed out is
- *   caught only for names whose rows carry those tokens: call dlock_rebase().
+ *   caught only for names whose rows carry those tokens: other names can
+ *   get tokens handed out before, until the next dlock_rebase() (which
+ *   jumps above every lease row and by the time elapsed since the last
+ *   jump).  Detecting it on the fast path would need a read of a second
+ *   record of the highest token at every draw.  A setval() up is harmless.
+ * - DROP EXTENSION removes the floor with dlock_epoch: the new extension's
+ *   first jump meets the clock, but not a counter that was ahead of it
+ *   (docs/tokens.md says what to carry over).
  * - Events that keep the history are not seen: a disk or VM snapshot
  *   rolled back, a base backup started without recovery, a second promotion
  *   onto a timeline already used.  Call dlock_rebase() after them.
@@ -121,6 +135,7 @@
 #include "miscadmin.h"
 #include "replication/syncrep.h"
 #include "storage/bufmgr.h"
+#include "storage/lmgr.h"
 #include "storage/lock.h"
 #include "utils/acl.h"
 #include "utils/builtins.h"
@@ -535,6 +550,58 @@ TokenRecordEpoch(Oid epoch_table, int64 floor, const TokenHistory *h,
 	SetUserIdAndSecContext(save_userid, save_sec_context);
 }
 
+/*
+ * Draws and jumps are ordered by the jump lock: a jump holds it exclusively
+ * from its first draw until it has moved the counter and drawn again, and
+ * every other draw holds it in share mode around its nextval, so that the
+ * jump's setval, which is not "raise to at least", never moves the counter
+ * under a value another backend drew meanwhile.  So that draws do not all
+ * meet on one lock-manager entry, the lock has TOKEN_JUMP_STRIPES stripes
+ * (field3 of the jump tag): a draw takes the one of its process, a jump
+ * takes them all, in order.
+ */
+#define TOKEN_JUMP_STRIPES 16
+
+static void
+TokenJumpLock(void)
+{
+	LOCKTAG		tag;
+	int			i;
+
+	for (i = 0; i < TOKEN_JUMP_STRIPES; i++)
+	{
+		TokenJumpTag(&tag, i);
+		NameLockWait(&tag, ExclusiveLock);
+	}
+}
+
+static void
+TokenJumpUnlock(void)
+{
+	LOCKTAG		tag;
+	int			i;
+
+	for (i = TOKEN_JUMP_STRIPES - 1; i >= 0; i--)
+	{
+		TokenJumpTag(&tag, i);
+		NameLockGiveBack(&tag, ExclusiveLock);
+	}
+}
+
+/* Draw from the counter on the fast path, in share mode (see above). */
+static int64
+TokenNextval(Oid seqoid)
+{
+	LOCKTAG		tag;
+	int64		t;
+
+	TokenJumpTag(&tag, MyProcPid % TOKEN_JUMP_STRIPES);
+	NameLockWait(&tag, ShareLock);
+	t = nextval_internal(seqoid, false);
+	NameLockGiveBack(&tag, ShareLock);
+	return t;
+}
+
 /* a + b, saturating at the top of bigint. */
 static int64
 TokenAdd(int64 a, int64 b)
@@ -554,15 +621,20 @@ static int64
 TokenJump(const DlockRelations *rels, Relation seqrel, int64 last,
 		  const char *reason, int64 *floor)
 {
-	LOCKTAG		tag;
 	TokenHistory cur;
 	TokenEpoch	latest;
 	TimestampTz now;
 	int64		t;
 	int64		f;
 
-	TokenJumpTag(&tag);
-	NameLockWait(&tag, ExclusiveLock);
+	/*
+	 * Every draw waits while the jump lock is held: take the table locks of
+	 * the jump first, so that no one's DDL on them is waited for under it.
+	 */
+	LockRelationOid(rels->lease_table, AccessShareLock);
+	LockRelationOid(token_state_epoch, RowExclusiveLock);
+	LockRelationOid(rels->token_seq, RowExclusiveLock);
+	TokenJumpLock();
 
 	TokenCurrentHistory(seqrel, &cur);
 	TokenLoadEpoch(token_state_epoch, &latest);
@@ -572,7 +644,7 @@ TokenJump(const DlockRelations *rels, Relation seqrel, int64 last,
 		t > latest.floor && t > last)
 	{
 		epoch_cache = latest;
-		NameLockGiveBack(&tag, ExclusiveLock);
+		TokenJumpUnlock();
 		*floor = latest.floor;
 		return t;
 	}
@@ -590,7 +662,12 @@ TokenJump(const DlockRelations *rels, Relation seqrel, int64 last,
 		f = Max(f, TokenAdd(latest.floor, 1));
 		f = Max(f, TokenAdd(latest.floor, now - latest.jumped_at));
 	}
-	TokenSetCounter(rels->token_seq, f);
+	/*
+	 * No other draw runs while the lock is held (TokenNextval), so the
+	 * counter is still at t: f >= t moves it forward or leaves it.
+	 */
+	if (f > t)
+		TokenSetCounter(rels->token_seq, f);
 	t = nextval_internal(rels->token_seq, false);
 	TokenRecordEpoch(token_state_epoch, f, &cur, now, reason);
 
@@ -598,7 +675,7 @@ TokenJump(const DlockRelations *rels, Relation seqrel, int64 last,
 	epoch_cache.floor = f;
 	epoch_cache.history = cur;
 	epoch_cache.jumped_at = now;
-	NameLockGiveBack(&tag, ExclusiveLock);
+	TokenJumpUnlock();
 	*floor = f;
 	return t;
 }
@@ -620,18 +697,17 @@ TokenTimelineFloor(void)
 static int64
 TokenRaise10(const DlockRelations *rels, int64 floor)
 {
-	LOCKTAG		tag;
 	int64		t;
 
-	TokenJumpTag(&tag);
-	NameLockWait(&tag, ExclusiveLock);
+	TokenJumpLock();
 	t = nextval_internal(rels->token_seq, false);
-	if (t <= floor)
+	if (t < floor)
 	{
+		/* The counter is at t: no draw runs meanwhile (TokenNextval). */
 		TokenSetCounter(rels->token_seq, floor);
 		t = nextval_internal(rels->token_seq, false);
 	}
-	NameLockGiveBack(&tag, ExclusiveLock);
+	TokenJumpUnlock();
 	return t;
 }
 
@@ -667,7 +743,7 @@ TokenDraw(const DlockRelations *rels, int64 last)
 	int64		floor;
 
 	TokenPrepare(rels);
-	t = nextval_internal(rels->token_seq, false);
+	t = TokenNextval(rels->token_seq);
 	seqrel = relation_open(rels->token_seq, AccessShareLock);
 
 	if (!OidIsValid(token_state_epoch))
@@ -696,9 +772,34 @@ TokenDraw(const DlockRelations *rels, int64 last)
 }
 
 /*
- * dlock_rebase(): jump now, as after a change of history; returns the new
- * floor.  For events dlock cannot see (see the file header).  Superusers
- * and the owner of the extension only.
+ * The argument of dlock_rebase(at_least): not null, not negative.  Zero
+ * without it.
+ */
+static int64
+TokenAtLeastArg(FunctionCallInfo fcinfo)
+{
+	int64		at_least;
+
+	if (PG_NARGS() == 0)
+		return 0;
+	if (PG_ARGISNULL(0))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("argument \"%s\" must not be null", "at_least")));
+	at_least = PG_GETARG_INT64(0);
+	if (at_least < 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("argument \"%s\" must not be negative", "at_least")));
+	return at_least;
+}
+
+/*
+ * dlock_rebase() and dlock_rebase(at_least): jump now, as after a change
+ * of history, and with at_least also above it (the token a dropped copy of
+ * the extension reached, say); returns the new floor.  For events dlock
+ * cannot see (see the file header).  The jump only ever raises the counter.
+ * Superusers and the owner of the extension only.
  */
 Datum
 dlock_rebase(PG_FUNCTION_ARGS)
@@ -706,6 +807,7 @@ dlock_rebase(PG_FUNCTION_ARGS)
 	const DlockRelations *rels;
 	Relation	seqrel;
 	int64		floor;
+	int64		at_least;
 	Oid			extoid = get_extension_oid("dlock", false);
 
 	if (!DlockExtensionOwnercheck(extoid, GetUserId()))
@@ -713,6 +815,7 @@ dlock_rebase(PG_FUNCTION_ARGS)
 				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
 				 errmsg("permission denied to rebase dlock tokens"),
 				 errdetail("Only superusers and the owner of extension \"dlock\" may call dlock_rebase().")));
+	at_least = TokenAtLeastArg(fcinfo);
 	PreventCommandIfReadOnly("dlock_rebase()");
 
 	rels = DlockGetRelations(fcinfo);
@@ -723,7 +826,7 @@ dlock_rebase(PG_FUNCTION_ARGS)
 				 errmsg("extension \"dlock\" must be updated before tokens can be rebased"),
 				 errhint("Run ALTER EXTENSION dlock UPDATE.")));
 	seqrel = relation_open(rels->token_seq, AccessShareLock);
-	(void) TokenJump(rels, seqrel, 0, "rebase", &floor);
+	(void) TokenJump(rels, seqrel, at_least, "rebase", &floor);
 	TokenFlushSequence(seqrel);
 	relation_close(seqrel, AccessShareLock);
 	ForceDurableCommit();

@@ -76,6 +76,22 @@ def duplicate_tokens(acquires):
     return problems
 
 
+def tokens_unique_across_names(rows):
+    """Every token in the ledger belongs to one acquisition: all rows that
+    carry it have one name and one client (tokens are unique over all
+    names, not only rising per name)."""
+    owner = {}
+    problems = []
+    for r in rows:
+        k = (r["name"], r["client"])
+        first = owner.setdefault(r["token"], (k, r))
+        if first[0] != k:
+            problems.append(f"token {r['token']} is carried by rows of two acquisitions: "
+                            f"{first[0][0]} ({first[0][1]}/{first[1]['cseq']}) and "
+                            f"{k[0]} ({k[1]}/{r['cseq']})")
+    return problems
+
+
 def tokens_never_go_back(rows, names):
     """Per name, tokens never go backwards in commit order."""
     problems = []
@@ -254,6 +270,7 @@ def _good():
 def _rules(acquires, releases, rows, committed, refused=(), uncertain=()):
     return {
         "duplicate_tokens": duplicate_tokens(acquires),
+        "tokens_unique_across_names": tokens_unique_across_names(rows),
         "tokens_never_go_back": tokens_never_go_back(rows, ["n"]),
         "no_write_after_later_acquire": no_write_after_later_acquire(rows, acquires, ["n"]),
         "ledger_matches": ledger_matches(rows, committed, refused=refused,
@@ -266,7 +283,7 @@ def _rules(acquires, releases, rows, committed, refused=(), uncertain=()):
 def selftest():
     """Prints TAP; returns the number of failures."""
     tap = Tap()
-    print("1..10")
+    print("1..11")
     good = _rules(*_good())
     tap.check("a good ledger passes every rule",
               [f"{r}: {p}" for r, ps in good.items() for p in ps])
@@ -283,6 +300,10 @@ def selftest():
     def dup(a, rel, rows, com):
         a[1]["token"] = 10
     broken("duplicate_tokens", "a token handed out twice", dup)
+
+    def shared(a, rel, rows, com):
+        rows[1]["name"], rows[1]["token"] = "m", 10
+    broken("tokens_unique_across_names", "one token on rows of two names", shared)
 
     def back(a, rel, rows, com):
         rows[0]["commit_order"], rows[1]["commit_order"] = 2, 1

@@ -35,6 +35,7 @@ SELECT set_eq(
           'event trigger dlock_fence_ddl',
           'function dlock_cleanup(interval,integer)',
           'function dlock_rebase()',
+          'function dlock_rebase(bigint)',
           'function dlock_resolve_holder(name,oid,bigint)',
           'function dlock_remaining(text,bigint)',
           'table dlock_lease',

@@ -12,7 +12,7 @@ BEGIN;
 CREATE EXTENSION IF NOT EXISTS pgtap;
 CREATE EXTENSION dlock;
 
-SELECT plan(78);
+SELECT plan(79);
 
 CREATE ROLE dlock_pgtap_a NOLOGIN;
 CREATE ROLE dlock_pgtap_b NOLOGIN;
@@ -61,6 +61,8 @@ SELECT function_privs_are('dlock_cleanup', ARRAY['interval', 'integer'],
                           'dlock_pgtap_a', ARRAY[]::name[], 'a plain role may not execute dlock_cleanup');
 SELECT function_privs_are('dlock_rebase', ARRAY[]::name[],
                           'public', ARRAY[]::name[], 'PUBLIC may not execute dlock_rebase');
+SELECT function_privs_are('dlock_rebase', ARRAY['bigint'],
+                          'public', ARRAY[]::name[], 'PUBLIC may not execute dlock_rebase(at_least)');
 SELECT table_privs_are('dlock_epoch', 'dlock_pgtap_a', ARRAY[]::name[],
                        'a plain role has no privilege on table dlock_epoch');
 SELECT table_privs_are('dlock_lock_key', 'public', ARRAY[]::name[],

@@ -38,6 +38,12 @@ writer's token, in acct_log.  Some holdings go wrong on purpose:
   drop inside     the same, inside a write transaction after its insert; the
                   row must not survive
 
+While the clients run, a jumper process moves the token counter every 50 to
+150 ms: a dlock_rebase(), or a setval() of the counter a little way up
+followed by a dlock_rebase() (that jump then finds the counter past every
+other bound and leaves it where it is, the case in which jumps before 1.2
+set the counter back under tokens the clients had drawn meanwhile).
+
 A killed client is restarted under a new client id.  Every client logs what
 it saw (acquisitions, commits, rejections, releases, stalls, disconnects) to a
 file of its own.  The ledger records, per row, the server clock after the
@@ -47,7 +53,9 @@ is the commit order: a holder's rows commit while its fence check blocks any
 hand-over, and the next holder writes only after its acquire committed.
 
 Afterwards it checks, per name, over the ledger and acct_log together:
-tokens never go backwards in commit order; no holder committed a write after
+tokens never go backwards in commit order; every acquisition got a token of
+its own over all names, and every token in the ledger belongs to one
+acquisition (the jumps did happen); no holder committed a write after
 a later holder acquired the lease (server clock); the ledger and acct_log
 hold exactly the writes the clients saw commit; stale writes of every shape
 were attempted and all rejected; leases never overlapped; nothing else went
@@ -81,7 +89,7 @@ from psycopg.rows import dict_row
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
 from ledger import (Tap, duplicate_tokens, ledger_matches,  # noqa: E402
                     leases_never_overlapped, no_write_after_later_acquire,
-                    tokens_never_go_back, us)
+                    tokens_never_go_back, tokens_unique_across_names, us)
 
 DB = os.environ.get("DLOCK_STRESS_DB", "dlock_stress")
 CLIENTS = int(os.environ.get("DLOCK_STRESS_CLIENTS", "10"))
@@ -480,6 +488,32 @@ def read_log(path):
     return events
 
 
+def jumper_main(logdir, deadline, seed):
+    """Jump the token counter until deadline (see the docstring); log how
+    many jumps of each kind ran."""
+    rng = random.Random(seed)
+    counts = {"rebase": 0, "setval": 0}
+    path = os.path.join(logdir, "jumper.log")
+    try:
+        with psycopg.connect(dbname=DB, autocommit=True) as conn:
+            while time.monotonic() < deadline:
+                if rng.random() < 0.5:
+                    conn.execute("SELECT dlock_rebase()")
+                    counts["rebase"] += 1
+                else:
+                    conn.execute("SELECT pg_catalog.setval('dlock_token_seq',"
+                                 " (SELECT last_value FROM dlock_token_seq) + 1000000000)")
+                    conn.execute("SELECT dlock_rebase()")
+                    counts["setval"] += 1
+                time.sleep(rng.uniform(0.05, 0.15))
+        ev = {"ev": "jumps", **counts}
+    except Exception:
+        ev = {"ev": "error", "client": "jumper", "what": "the jumper failed",
+              "trace": traceback.format_exc()}
+    with open(path, "w") as f:
+        f.write(json.dumps(ev) + "\n")
+
+
 def run_clients(logdir):
     """Run CLIENTS slots until SECONDS are over, restarting those that drop."""
     ctx = multiprocessing.get_context("fork")
@@ -503,6 +537,8 @@ def run_clients(logdir):
 
     for slot in range(CLIENTS):
         spawn(slot)
+    jumper = ctx.Process(target=jumper_main, args=(logdir, deadline, SEED), daemon=True)
+    jumper.start()
 
     while running:
         ready = multiprocessing.connection.wait(list(running), timeout=0.5)
@@ -527,6 +563,11 @@ def run_clients(logdir):
                 problems.append(f"client c{slot:02d}.{inc} still running "
                                 f"{GRACE_S} s after the end: killed")
             running.clear()
+    jumper.join(max(0.0, hard_deadline - time.monotonic()) + 1)
+    if jumper.is_alive():
+        jumper.kill()
+        jumper.join()
+        problems.append("the jumper was still running after the end: killed")
     return started, time.monotonic() - start, problems
 
 
@@ -554,6 +595,7 @@ def verify(logdir, rows, logrows, started, elapsed, run_problems):
     busy = sum(e["busy"] for e in by.get("exit", []) + drops)
 
     dup_tokens = duplicate_tokens(acquires)
+    jumps = by.get("jumps", [{}])[0]
 
     def key(client, cseq):
         return (client, cseq)
@@ -585,6 +627,8 @@ def verify(logdir, rows, logrows, started, elapsed, run_problems):
     print(f"# run: {CLIENTS} clients, {len(NAMES)} names, ttl {TTL_MS} ms, "
           f"wait {WAIT_MS} ms, {elapsed:.1f} s, seed {SEED}")
     print(f"# acquisitions: {len(acquires)} (busy acquire calls: {busy})")
+    print(f"# jumps during the load: {jumps.get('rebase', 0)} dlock_rebase(), "
+          f"{jumps.get('setval', 0)} setval() up then dlock_rebase()")
     print(f"# writes attempted: {attempts}, accepted: {len(commits)} "
           f"(inside a stalled open transaction: "
           f"{sum(1 for e in commits if e['kind'] == 'held_open')}), "
@@ -628,7 +672,7 @@ def verify(logdir, rows, logrows, started, elapsed, run_problems):
               f"{sum(1 for e in rejects if e.get('shape', 'insert') == shape and e['kind'] not in stale_kinds)}")
 
     tap = Tap()
-    print("1..7")
+    print("1..8")
 
     # 1. Tokens in commit order never go backwards.
     problems = tokens_never_go_back(allrows, NAMES)
@@ -680,18 +724,26 @@ def verify(logdir, rows, logrows, started, elapsed, run_problems):
     tap.check(f"stale writes were attempted and rejected with LK001: "
               f"{len(stale_rejected)} rejected, {len(stale_accepted)} accepted", problems)
 
-    # 5. Leases on one name never overlapped; tokens unique, growing with
-    # the server clock.
-    problems = list(dup_tokens)
+    # 5. Tokens are unique over all names, while the counter jumped.
+    problems = list(dup_tokens) + tokens_unique_across_names(allrows)
+    if not jumps.get("rebase") or not jumps.get("setval"):
+        problems.append(f"the counter did not jump of both kinds during the load: {jumps}")
+    tap.check(f"every acquisition got a token of its own, over all names, while the "
+              f"counter jumped {jumps.get('rebase', 0) + jumps.get('setval', 0)} times",
+              problems)
+
+    # 6. Leases on one name never overlapped; tokens growing with the
+    # server clock.
+    problems = []
     for e in acquires:
         if e["seen_token"] != e["token"]:
             problems.append(f"{e['name']}: acquire returned token {e['token']}, "
                             f"dlock_leases showed {e['seen_token']} in the same transaction")
     problems += leases_never_overlapped(acquires, releases, NAMES)
-    tap.check("leases on one name never overlapped, tokens unique and growing "
+    tap.check("leases on one name never overlapped, tokens growing "
               "with the server clock", problems)
 
-    # 6. Nothing else happened.
+    # 7. Nothing else happened.
     problems = list(run_problems)
     for e in errors:
         problems.append(f"client {e['client']}: {e['what']}")
@@ -699,7 +751,7 @@ def verify(logdir, rows, logrows, started, elapsed, run_problems):
             problems.extend(e["trace"].rstrip().splitlines()[-3:])
     tap.check("no SQLSTATE but LK001, every client stopped as planned", problems)
 
-    # 7. The run did enough for the verdict to mean something.
+    # 8. The run did enough for the verdict to mean something.
     problems = []
     if len(commits) < MIN_ACCEPTED:
         problems.append(f"only {len(commits)} accepted writes (want {MIN_ACCEPTED})")

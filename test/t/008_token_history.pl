@@ -9,7 +9,8 @@
 # 2. ALTER SEQUENCE ... RESTART, below the last floor and above it.
 # 3. setval() above the last floor (caught per name), then dlock_rebase().
 # 4. dlock_rebase(): who may call it.
-# 5. DROP EXTENSION and CREATE EXTENSION.
+# 5. DROP EXTENSION and CREATE EXTENSION; with a counter ahead of the
+#    clock, the carry-over of docs/tokens.md and dlock_rebase(at_least).
 # 6. CREATE DATABASE ... TEMPLATE, then tokens in both databases.
 # 7. The refusals: an unlogged lease table, epoch table or counter, and
 #    counter settings under which a token could repeat or go down.
@@ -133,12 +134,17 @@ is(latest_reason('app'), 'rebase', 'dlock_rebase: recorded');
 acquire_checked('app', 'new/after-rebase', 'after dlock_rebase');
 
 # 4. Who may call dlock_rebase().
-sql('app', q{CREATE ROLE alice LOGIN; GRANT EXECUTE ON FUNCTION dlock_rebase() TO alice});
+sql('app', q{CREATE ROLE alice LOGIN; GRANT EXECUTE ON FUNCTION dlock_rebase() TO alice;
+GRANT EXECUTE ON FUNCTION dlock_rebase(bigint) TO alice});
 sql('app', 'CREATE ROLE mallory LOGIN');
 is(sqlstate('app', 'SET ROLE mallory; SELECT dlock_rebase()'),
 	'42501', 'dlock_rebase: revoked from PUBLIC');
 is(sqlstate('app', 'SET ROLE alice; SELECT dlock_rebase()'),
 	'42501', 'dlock_rebase: EXECUTE alone is not enough (checked in C)');
+is(sqlstate('app', 'SET ROLE mallory; SELECT dlock_rebase(1)'),
+	'42501', 'dlock_rebase(at_least): revoked from PUBLIC');
+is(sqlstate('app', 'SET ROLE alice; SELECT dlock_rebase(1)'),
+	'42501', 'dlock_rebase(at_least): EXECUTE alone is not enough (checked in C)');
 sql('postgres', 'CREATE ROLE extowner SUPERUSER LOGIN; CREATE DATABASE owned OWNER extowner');
 $node->safe_psql('owned', 'CREATE EXTENSION dlock', extra_params => [ '-U', 'extowner' ]);
 sql('postgres', 'ALTER ROLE extowner NOSUPERUSER');
@@ -152,6 +158,39 @@ delete $last{app};    # the rows went with the extension
 acquire_checked('app', 'a', 'drop and create');
 acquire_checked('app', 'new/after-recreate', 'drop and create');
 is(latest_reason('app'), 'first', 'drop and create: jumped');
+
+# 5b. A counter ahead of the clock (dlock_rebase(at_least) put it there)
+# does not survive DROP EXTENSION: the floor went with dlock_epoch.  The
+# carry-over of docs/tokens.md keeps it, in one transaction.
+sql('postgres', 'CREATE DATABASE carry');
+sql('carry', 'CREATE EXTENSION dlock');
+$clock = sql('carry',
+	q{SELECT (extract(epoch FROM clock_timestamp()) * 1000000)::bigint});
+my $ahead = $clock + 1_000_000_000_000;
+cmp_ok(sql('carry', "SELECT dlock_rebase($ahead)"), '>=', $ahead,
+	'dlock_rebase(at_least): the floor is at least at_least');
+cmp_ok(acquire_checked('carry', "c/$_", 'ahead'), '>', $ahead,
+	'dlock_rebase(at_least): tokens above at_least') for 1 .. 3;
+cmp_ok(sql('carry', 'SELECT dlock_rebase(1)'), '>', $ahead,
+	'dlock_rebase(at_least) never lowers the counter');
+sql('carry', q{BEGIN;
+SELECT greatest((SELECT last_value FROM dlock_token_seq),
+                (SELECT max(floor) FROM dlock_epoch),
+                (SELECT max(token) FROM dlock_lease)) AS carry \gset
+DROP EXTENSION dlock;
+CREATE EXTENSION dlock;
+SELECT dlock_rebase(:carry) > 0 AS rebased;
+COMMIT;});
+delete $last{carry};
+acquire_checked('carry', "c/$_", 'drop and create with the carry-over')
+  for 1 .. 3;
+sql('carry', 'DROP EXTENSION dlock; CREATE EXTENSION dlock');
+cmp_ok(sql('carry', q{SELECT dlock_acquire('c/lost', '1 min')}), '<', $ahead,
+	'drop and create without it: the counter ahead of the clock is lost (documented)');
+is(sqlstate('carry', 'SELECT dlock_rebase(NULL)'), '22004',
+	'dlock_rebase(NULL): 22004');
+is(sqlstate('carry', 'SELECT dlock_rebase(-1)'), '22023',
+	'dlock_rebase(-1): 22023');
 
 # 6. CREATE DATABASE ... TEMPLATE: tokens in both go on above.
 acquire_checked('app', 'held2', 'before the copy', 1);
