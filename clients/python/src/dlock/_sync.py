@@ -12,7 +12,7 @@ from typing import Any, Callable, Iterator, Optional, Type, Union
 import psycopg
 
 from . import _core
-from ._drive import RenewerThread, SyncExecutor, conninfo_of, run_sync
+from ._drive import RenewerThread, SyncExecutor, connect_kwargs, conninfo_of, run_sync
 
 Seconds = Union[int, float, timedelta]
 
@@ -33,6 +33,9 @@ class Lease(_core.LeaseBase):
         self._ex = executor
         self._changed = threading.Event()
         self._renewer: Optional[RenewerThread] = None
+        # One release at a time: a second thread waits for the first, then
+        # finds the lease released (or lost) and does what a second call does.
+        self._finishing = threading.RLock()
 
     def _notify(self) -> None:
         self._changed.set()
@@ -66,8 +69,11 @@ class Lease(_core.LeaseBase):
         self._finish(propagating=False)
 
     def _finish(self, propagating: bool) -> None:
-        self._stop_renewer()
-        run_sync(_core.release(self, propagating), self._ex)
+        if self._foreign():
+            return  # a forked child: the lease and its connections are the parent's
+        with self._finishing:
+            self._stop_renewer()
+            run_sync(_core.release(self, propagating), self._ex)
 
     def wait_lost(self, timeout: Optional[float] = None) -> bool:
         """Block until the lease is lost (True), released, or timeout passes
@@ -107,7 +113,7 @@ class LeaseContext:
         target = self._target
         if isinstance(target, str):
             conninfo = target
-            ex = SyncExecutor(psycopg.connect(target, autocommit=True), conninfo)
+            ex = SyncExecutor(psycopg.connect(target, **connect_kwargs()), conninfo)
             ex.owned = True
         elif isinstance(target, psycopg.Connection):
             _core.check_idle(target.info.transaction_status)
@@ -136,7 +142,7 @@ class LeaseContext:
         try:
             lease._finish(propagating=exc_type is not None)
         finally:
-            lease._ex.close()
+            lease._ex.close()  # does nothing in a forked child
 
 
 def lease(conninfo_or_connection: "Union[str, psycopg.Connection[Any]]", name: str, ttl: Seconds,

@@ -18,7 +18,7 @@ from typing import Any, AsyncIterator, Callable, Optional, Type, Union
 import psycopg
 
 from . import _core
-from ._drive import AsyncExecutor, conninfo_of, renew_until_stopped, run_async
+from ._drive import AsyncExecutor, connect_kwargs, conninfo_of, renew_until_stopped, run_async
 from ._errors import Busy, Error, LeaseLost, StaleToken, is_stale_token, stale_token_errors
 
 __all__ = ["AsyncLease", "AsyncLeader", "lease", "leader",
@@ -39,6 +39,7 @@ class AsyncLease(_core.LeaseBase):
         self._changed = asyncio.Event()
         self._renewer: Optional["asyncio.Task[None]"] = None
         self._renewer_stop = asyncio.Event()
+        self._finishing = asyncio.Lock()  # one release at a time
 
     def _notify(self) -> None:
         self._changed.set()
@@ -52,7 +53,11 @@ class AsyncLease(_core.LeaseBase):
         self._renewer_stop.set()
         task = self._renewer
         if task is not None and task is not asyncio.current_task():
-            await task
+            # Whatever ended it (a cancellation too) is in the lease's state
+            # already; only our own cancellation propagates from here.
+            await asyncio.wait({task})
+            if not task.cancelled():
+                task.exception()  # retrieved: logged by the renewer
 
     async def fence(self, cursor: "psycopg.AsyncCursor[Any]") -> None:
         """Declare the token in the cursor's transaction (see ``dlock.Lease.fence``)."""
@@ -65,8 +70,11 @@ class AsyncLease(_core.LeaseBase):
         await self._finish(propagating=False)
 
     async def _finish(self, propagating: bool) -> None:
-        await self._stop_renewer()
-        await run_async(_core.release(self, propagating), self._ex)
+        if self._foreign():
+            return  # a forked child: the lease and its connections are the parent's
+        async with self._finishing:
+            await self._stop_renewer()
+            await run_async(_core.release(self, propagating), self._ex)
 
     async def wait_lost(self, timeout: Optional[float] = None) -> bool:
         """Wait until the lease is lost (True), released, or timeout passes (False)."""
@@ -109,7 +117,7 @@ class AsyncLeaseContext:
         target = self._target
         if isinstance(target, str):
             conninfo = target
-            ex = AsyncExecutor(await psycopg.AsyncConnection.connect(target, autocommit=True),
+            ex = AsyncExecutor(await psycopg.AsyncConnection.connect(target, **connect_kwargs()),
                                conninfo)
             ex.owned = True
         elif isinstance(target, psycopg.AsyncConnection):
