@@ -327,12 +327,14 @@ class AsyncExecutor:
 
     async def _execute(self, op: Execute) -> Results:
         if self.owned:
-            if self.conn is None or self.conn.closed:
-                self.conn = await psycopg.AsyncConnection.connect(
+            current = self.conn
+            if current is None or current.closed:
+                current = await psycopg.AsyncConnection.connect(
                     self.conninfo, **connect_kwargs(op.timeout))
-            own: "psycopg.AsyncConnection[Any]" = self.conn
+                self.conn = current
+            assert current is not None
             try:
-                return await _arun_statements(own, op)
+                return await _arun_statements(current, op)
             except (psycopg.OperationalError, asyncio.CancelledError):
                 await self.close()  # reopened by the next statement
                 raise
@@ -360,20 +362,25 @@ async def renew_until_stopped(lease: _core.LeaseBase, conninfo: str, stop: async
     """The renewer: dlock.aio runs it as a task, dlock in a thread of its own
     (with its own event loop), on a connection of its own.  However it ends,
     other than by ``stop`` (the block ending), the lease is marked lost:
-    never left silently unrenewed (a cancelled task included)."""
+    never left silently unrenewed (see watch_renewer for a cancelled task)."""
     ex = AsyncExecutor(None, conninfo, stop, abandon_on_stop=True)
     try:
         await run_async(_core.renew_loop(lease), ex)
-    except BaseException as e:
-        if isinstance(e, asyncio.CancelledError):
-            if not stop.is_set():  # not the block ending
-                lease._mark_lost("the renewer task was cancelled")
-        else:
-            log.exception('renewer of lease "%s" failed', lease.name)
-            lease._mark_lost(f"the renewer failed: {e!r}")
-        raise
+    except Exception as e:  # a bug; never leave the lease silently unrenewed
+        log.exception('renewer of lease "%s" failed', lease.name)
+        lease._mark_lost(f"the renewer failed: {e!r}")
     finally:
         await ex.close()
+
+
+def watch_renewer(lease: _core.LeaseBase, task: "asyncio.Task[None]", stop: asyncio.Event) -> None:
+    """A renewer task cancelled by anything but the block ending (even
+    before it ran) marks the lease lost."""
+    def done(t: "asyncio.Task[None]") -> None:
+        if t.cancelled() and not stop.is_set():
+            lease._mark_lost("the renewer task was cancelled")
+
+    task.add_done_callback(done)
 
 
 class RenewerThread:

@@ -18,7 +18,8 @@ from typing import Any, AsyncIterator, Callable, Optional, Type, Union
 import psycopg
 
 from . import _core
-from ._drive import AsyncExecutor, connect_kwargs, conninfo_of, renew_until_stopped, run_async
+from ._drive import (AsyncExecutor, connect_kwargs, conninfo_of, renew_until_stopped, run_async,
+                     watch_renewer)
 from ._errors import Busy, Error, LeaseLost, StaleToken, is_stale_token, stale_token_errors
 
 __all__ = ["AsyncLease", "AsyncLeader", "lease", "leader",
@@ -48,6 +49,7 @@ class AsyncLease(_core.LeaseBase):
         self._renewer = asyncio.get_running_loop().create_task(
             renew_until_stopped(self, conninfo, self._renewer_stop),
             name=f"dlock-renewer {self.name}")
+        watch_renewer(self, self._renewer, self._renewer_stop)
 
     async def _stop_renewer(self) -> None:
         self._renewer_stop.set()
