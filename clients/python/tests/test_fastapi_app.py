@@ -111,3 +111,38 @@ def test_a_stalled_run_taken_over_is_refused_and_reports_the_loss(dsn: str, admi
     assert "lost its lease" in stale.json()["detail"]
     assert admin.execute("SELECT token, body FROM report WHERE job = 'nightly-report'"
                          ).fetchone() == (fresh.json()["token"], "fresh report")
+
+
+def test_several_workers_start_at_once(dsn: str, admin: Conn) -> None:
+    admin.execute("DROP TABLE IF EXISTS report")
+    errors: List[BaseException] = []
+    barrier = threading.Barrier(4)
+
+    def worker() -> None:
+        barrier.wait()
+        try:
+            with TestClient(fastapi_app.create_app(dsn)):
+                pass
+        except BaseException as e:
+            errors.append(e)
+
+    threads = [threading.Thread(target=worker) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(60)
+    assert errors == []
+    triggers = admin.execute("SELECT tgname FROM pg_trigger WHERE tgrelid = 'report'::regclass "
+                             "ORDER BY 1").fetchall()
+    assert triggers == [("report_fence",), ("report_fence_truncate",)]
+
+
+def test_the_database_out_of_reach_answers_503_with_retry_after(proxy: Any) -> None:
+    with TestClient(fastapi_app.create_app(proxy.conninfo)) as client:
+        proxy.refuse()
+        proxy.cut()
+        started = time.monotonic()
+        answer = client.post(URL)
+        assert time.monotonic() - started < 15
+    assert answer.status_code == 503, answer.text
+    assert "Retry-After" in answer.headers
