@@ -93,6 +93,24 @@ ON CONFLICT (job) DO UPDATE
 Job = Callable[[], Awaitable[str]]
 
 
+class Run:
+    """How far one request's write got: "not written", "committing" (the
+    COMMIT was sent, its answer not yet read), "stored"."""
+
+    def __init__(self) -> None:
+        self.phase = "not written"
+
+
+async def write_report(conninfo: str, lease: dlock.aio.AsyncLease, body: str, run: Run) -> None:
+    """The fenced write, in a transaction of its own."""
+    async with await psycopg.AsyncConnection.connect(conninfo, prepare_threshold=None) as conn:
+        async with conn.transaction():
+            await lease.fence(conn.cursor())  # StaleToken if it was lost
+            await conn.execute(WRITE_SQL, (JOB, lease.token, body))
+            run.phase = "committing"  # leaving the block sends COMMIT
+        run.phase = "stored"
+
+
 class Report(BaseModel):
     """The 200 answer: the run's fencing token and its report."""
 
@@ -132,31 +150,25 @@ def create_app(conninfo: str, *, ttl: float = 30.0, job: Job = build_report) -> 
 
     @app.post("/jobs/nightly-report", response_model=Report)
     async def nightly_report() -> Report:
-        phase = "not written"  # then "committing", then "stored"
+        run = Run()
         token = 0
         body = ""
         try:
             async with dlock.aio.lease(bounded, JOB, ttl=ttl) as lease:
                 token = lease.token
                 body = await job()
-                async with await psycopg.AsyncConnection.connect(
-                        bounded, prepare_threshold=None) as conn:
-                    async with conn.transaction():
-                        await lease.fence(conn.cursor())  # StaleToken if it was lost
-                        await conn.execute(WRITE_SQL, (JOB, lease.token, body))
-                        phase = "committing"
-                    phase = "stored"
+                await write_report(bounded, lease, body, run)
         except dlock.Busy:
             raise HTTPException(409, f"{JOB} is already running") from None
         except (dlock.LeaseLost, dlock.StaleToken, psycopg.Error, OSError) as e:
-            if phase == "committing":  # the COMMIT's answer was lost
+            if run.phase == "committing":  # the COMMIT's answer was lost
                 found = await stored(token)
                 if found is None:
                     raise HTTPException(
                         503, f"{JOB}: the outcome of run {token} is unknown (the connection "
                              "broke during COMMIT); check before retrying") from None
-                phase = "stored" if found else "not written"
-            if phase != "stored":
+                run.phase = "stored" if found else "not written"
+            if run.phase != "stored":
                 if token == 0 and not isinstance(e, (dlock.LeaseLost, dlock.StaleToken)):
                     raise HTTPException(503, f"{JOB}: the database is out of reach ({e})",
                                         headers={"Retry-After": RETRY_AFTER}) from None

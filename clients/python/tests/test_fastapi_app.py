@@ -146,3 +146,47 @@ def test_the_database_out_of_reach_answers_503_with_retry_after(proxy: Any) -> N
         assert time.monotonic() - started < 15
     assert answer.status_code == 503, answer.text
     assert "Retry-After" in answer.headers
+
+
+def test_a_loss_noticed_after_the_write_committed_answers_200(dsn: str, admin: Conn,
+                                                             monkeypatch: Any) -> None:
+    real = fastapi_app.write_report
+
+    async def write_then_stall(*args: Any) -> None:
+        await real(*args)
+        time.sleep(2.5)  # the loop (and the renewer) stall past the 1 s ttl
+
+    async def quick_job() -> str:
+        return "stored before the stall"
+
+    monkeypatch.setattr(fastapi_app, "write_report", write_then_stall)
+    with TestClient(fastapi_app.create_app(dsn, ttl=1, job=quick_job)) as client:
+        answer = client.post(URL)
+    assert answer.status_code == 200, answer.text
+    token = answer.json()["token"]
+    assert admin.execute("SELECT token, body FROM report WHERE job = 'nightly-report'"
+                         ).fetchone() == (token, "stored before the stall")
+
+
+def test_a_commit_whose_answer_was_lost_is_looked_up_by_token(dsn: str, admin: Conn,
+                                                             monkeypatch: Any) -> None:
+    real = fastapi_app.write_report
+    commit = {"really": True}
+
+    async def answer_lost(conninfo: str, lease: Any, body: str, run: Any) -> None:
+        if commit["really"]:
+            await real(conninfo, lease, body, run)
+        run.phase = "committing"
+        raise psycopg.OperationalError("server closed the connection unexpectedly")
+
+    async def quick_job() -> str:
+        return "committed, answer lost"
+
+    monkeypatch.setattr(fastapi_app, "write_report", answer_lost)
+    with TestClient(fastapi_app.create_app(dsn, ttl=30, job=quick_job)) as client:
+        found = client.post(URL)
+        commit["really"] = False
+        missing = client.post(URL)
+    assert found.status_code == 200, found.text
+    assert missing.status_code == 503, missing.text
+    assert "asking again is safe" in missing.json()["detail"]
