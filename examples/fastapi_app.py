@@ -169,13 +169,17 @@ def create_app(conninfo: str, *, ttl: float = 30.0, job: Job = build_report) -> 
                              "broke during COMMIT); check before retrying") from None
                 run.phase = "stored" if found else "not written"
             if run.phase != "stored":
-                if token == 0 and not isinstance(e, (dlock.LeaseLost, dlock.StaleToken)):
-                    raise HTTPException(503, f"{JOB}: the database is out of reach ({e})",
-                                        headers={"Retry-After": RETRY_AFTER}) from None
-                raise HTTPException(
-                    503, f"{JOB} lost its lease before its report was stored; another run may "
-                         f"have taken over, and nothing of this one was stored ({e}); asking "
-                         "again is safe") from None
+                if isinstance(e, (dlock.LeaseLost, dlock.StaleToken)) or dlock.is_stale_token(e):
+                    raise HTTPException(
+                        503, f"{JOB} lost its lease before its report was stored; another run "
+                             f"may have taken over, and nothing of this one was stored ({e}); "
+                             "asking again is safe") from None
+                if isinstance(e, (psycopg.OperationalError, OSError)):
+                    raise HTTPException(
+                        503, f"{JOB}: the database is out of reach, nothing of this run was "
+                             f"stored ({e}); asking again is safe",
+                        headers={"Retry-After": RETRY_AFTER}) from None
+                raise  # a bug: 500
             # Stored under a valid lease: the loss came after the write.
         return Report(job=JOB, token=token, report=body)
 

@@ -190,3 +190,53 @@ def test_a_commit_whose_answer_was_lost_is_looked_up_by_token(dsn: str, admin: C
     assert found.status_code == 200, found.text
     assert missing.status_code == 503, missing.text
     assert "asking again is safe" in missing.json()["detail"]
+
+
+def test_the_database_black_holed_answers_503_in_bounded_time(proxy: Any) -> None:
+    with TestClient(fastapi_app.create_app(proxy.conninfo)) as client:
+        proxy.freeze()
+        try:
+            started = time.monotonic()
+            answer = client.post(URL)
+            took = time.monotonic() - started
+        finally:
+            proxy.thaw()
+    assert answer.status_code == 503, answer.text
+    assert "Retry-After" in answer.headers
+    assert took < 20, f"the request took {took:.1f} s"
+
+
+def test_uvicorn_with_three_workers(dsn: str, admin: Conn) -> None:
+    import socket
+    import subprocess
+    import urllib.request
+
+    admin.execute("DROP TABLE IF EXISTS report")
+    examples = os.path.dirname(os.path.abspath(fastapi_app.__file__))
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    env = dict(os.environ, DLOCK_DSN=dsn, PYTHONPATH=os.pathsep.join(sys.path))
+    server = subprocess.Popen([sys.executable, "-m", "uvicorn", "fastapi_app:app",
+                               "--port", str(port), "--workers", "3"], cwd=examples, env=env,
+                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        deadline = time.monotonic() + 60
+        answer = None
+        while time.monotonic() < deadline and answer is None:
+            try:
+                req = urllib.request.Request(f"http://127.0.0.1:{port}{URL}", method="POST")
+                with urllib.request.urlopen(req, timeout=30) as r:
+                    answer = (r.status, r.read())
+            except OSError:
+                time.sleep(0.2)
+        assert answer is not None and answer[0] == 200, answer
+    finally:
+        server.terminate()
+        out, _ = server.communicate(timeout=30)
+    assert "Traceback" not in out and "UniqueViolation" not in out, out
+    assert out.count("Application startup complete") == 3, out
+    fenced = admin.execute("SELECT tgname, tgtype FROM pg_trigger WHERE tgrelid = 'report'::regclass"
+                           " ORDER BY 1").fetchall()
+    # BEFORE INSERT OR UPDATE OR DELETE, row (2|4|8|16 = 31); BEFORE TRUNCATE (32|2 = 34)
+    assert fenced == [("report_fence", 31), ("report_fence_truncate", 34)], fenced
