@@ -158,3 +158,28 @@ def test_a_suspended_machine_finds_its_lease_lost_on_resume(dsn: str, name: str,
             while lease.lost_reason is None or "deadline" not in lease.lost_reason:
                 assert time.monotonic() < deadline
                 time.sleep(0.05)
+
+
+def test_two_leaders_with_one_owner_label_are_not_both_elected(dsn: str, admin: Conn,
+                                                               name: str) -> None:
+    with dlock.leader(dsn, name, owner="host-a", ttl=5, retry=0.2) as a:
+        term = next(a)
+        b = dlock.leader(dsn, name, owner="host-a", ttl=5, retry=0.2)
+        got: List[Any] = []
+
+        def campaign() -> None:
+            try:
+                got.append(next(b))
+            except StopIteration:
+                pass
+
+        t = threading.Thread(target=campaign, daemon=True)
+        t.start()
+        t.join(2)
+        b.stop()
+        t.join(10)
+        assert got == [], "a second leader with the same owner label was elected"
+        row = admin.execute("SELECT owner, token FROM dlock_leases WHERE name = %s",
+                            (name,)).fetchone()
+        assert row == (term.owner_id, term.token)
+        assert term.owner_id is not None and term.owner_id.startswith("host-a:")

@@ -138,7 +138,7 @@ def _run_statements(conn: "psycopg.Connection[Any]", op: Execute) -> Results:
         with conn.cursor(row_factory=tuple_row) as cur:
             for sql, params in op.statements:
                 sent = _core.now()
-                cur.execute(sql, params)
+                cur.execute(sql, params, prepare=False)
                 out.append((cur.fetchone(), sent))
     return out
 
@@ -149,7 +149,7 @@ async def _arun_statements(conn: "psycopg.AsyncConnection[Any]", op: Execute) ->
         async with conn.cursor(row_factory=tuple_row) as cur:
             for sql, params in op.statements:
                 sent = _core.now()
-                await cur.execute(sql, params)
+                await cur.execute(sql, params, prepare=False)
                 out.append((await cur.fetchone(), sent))
     return out
 
@@ -216,7 +216,7 @@ class SyncExecutor:
             with self.lock:
                 return self._execute(op)
         if isinstance(op, OnCursor):
-            op.cursor.execute(op.sql, op.params)
+            op.cursor.execute(op.sql, op.params, prepare=False)
             return None
         return self.stop.wait(op.seconds)
 
@@ -284,7 +284,7 @@ class AsyncExecutor:
                 return await self._execute(op)
             return await self._execute_bounded(op, op.timeout)
         if isinstance(op, OnCursor):
-            await op.cursor.execute(op.sql, op.params)
+            await op.cursor.execute(op.sql, op.params, prepare=False)
             return None
         return await self._sleep(op)
 

@@ -28,8 +28,8 @@ class Lease(_core.LeaseBase):
 
     def __init__(self, name: str, ttl: float, owner: Optional[str],
                  on_lost: Optional[Callable[["Lease"], object]], executor: SyncExecutor,
-                 *, reacquire: bool = False) -> None:
-        super().__init__(name, ttl, owner, on_lost, reacquire=reacquire)
+                 *, reacquire: bool = False, owner_id: Optional[str] = None) -> None:
+        super().__init__(name, ttl, owner, on_lost, reacquire=reacquire, owner_id=owner_id)
         self._ex = executor
         self._changed = threading.Event()
         self._renewer: Optional[RenewerThread] = None
@@ -187,6 +187,9 @@ class Leader:
         self._name = name
         self._owner = owner
         self._ttl, self._retry = _core.leader_timing(owner, ttl, retry)
+        # One owner string for every term of this loop: a term lost on the
+        # client's side while the server still holds it is won back at once.
+        self._owner_id = _core.make_owner_id(owner)
         self._on_lost = on_lost
         self._stop = threading.Event()
         self._ex = SyncExecutor(None, conninfo, self._stop)
@@ -208,7 +211,8 @@ class Leader:
         if self._end_term() and run_sync(_core.pause(self._retry), self._ex):
             self.close()
             raise StopIteration
-        term = Lease(self._name, self._ttl, self._owner, self._on_lost, self._ex, reacquire=True)
+        term = Lease(self._name, self._ttl, self._owner, self._on_lost, self._ex, reacquire=True,
+                     owner_id=self._owner_id)
         if not run_sync(_core.campaign(term, self._retry), self._ex):
             self.close()
             raise StopIteration

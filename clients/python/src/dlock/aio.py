@@ -34,8 +34,8 @@ class AsyncLease(_core.LeaseBase):
 
     def __init__(self, name: str, ttl: float, owner: Optional[str],
                  on_lost: Optional[Callable[["AsyncLease"], object]], executor: AsyncExecutor,
-                 *, reacquire: bool = False) -> None:
-        super().__init__(name, ttl, owner, on_lost, reacquire=reacquire)
+                 *, reacquire: bool = False, owner_id: Optional[str] = None) -> None:
+        super().__init__(name, ttl, owner, on_lost, reacquire=reacquire, owner_id=owner_id)
         self._ex = executor
         self._changed = asyncio.Event()
         self._renewer: Optional["asyncio.Task[None]"] = None
@@ -170,6 +170,9 @@ class AsyncLeader:
         self._name = name
         self._owner = owner
         self._ttl, self._retry = _core.leader_timing(owner, ttl, retry)
+        # One owner string for every term of this loop: a term lost on the
+        # client's side while the server still holds it is won back at once.
+        self._owner_id = _core.make_owner_id(owner)
         self._on_lost = on_lost
         self._stop = asyncio.Event()
         self._ex = AsyncExecutor(None, conninfo, self._stop)
@@ -191,7 +194,7 @@ class AsyncLeader:
             await self.aclose()
             raise StopAsyncIteration
         term = AsyncLease(self._name, self._ttl, self._owner, self._on_lost, self._ex,
-                          reacquire=True)
+                          reacquire=True, owner_id=self._owner_id)
         if not await run_async(_core.campaign(term, self._retry), self._ex):
             await self.aclose()
             raise StopAsyncIteration
