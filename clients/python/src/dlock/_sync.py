@@ -20,10 +20,13 @@ Seconds = Union[int, float, timedelta]
 class Lease(_core.LeaseBase):
     """A held lease, as yielded by ``dlock.lease()`` and ``dlock.leader()``.
 
-    Attributes: ``name``, ``token`` (the fencing token), ``owner``,
-    ``expires_at`` (the server's expiry, as last confirmed), ``lost``,
-    ``lost_reason``; methods ``remaining()``, ``fence(cursor)``,
-    ``release()`` and ``wait_lost(timeout)``.
+    Attributes: ``name``, ``token`` (the fencing token), ``owner`` (the
+    label given), ``owner_id`` (what the server sees: the label, the process
+    id and a random part), ``expires_at`` (the server's expiry, as last
+    confirmed), ``lost``, ``lost_reason``; methods ``remaining()``,
+    ``fence(cursor)``, ``release()`` and ``wait_lost(timeout)``.  Thread-safe.
+    It belongs to the process that acquired it: in a forked child it is
+    lost, ``release()`` does nothing and ``fence()`` raises ``dlock.Error``.
     """
 
     def __init__(self, name: str, ttl: float, owner: Optional[str],
@@ -64,7 +67,10 @@ class Lease(_core.LeaseBase):
         """Stop renewing and give the lease back now.
 
         Raises ``dlock.LeaseLost`` if the lease was lost, or the server says
-        it no longer held it.  Releasing twice does nothing.
+        it no longer held it.  Releasing twice, or from two threads at once,
+        releases once.  Waits at most min(5 s, max(1 s, the time left)): a
+        release without an answer by then is given up, its connection
+        discarded, and the lease expires by itself (no ``LeaseLost``).
         """
         self._finish(propagating=False)
 
@@ -163,6 +169,12 @@ def lease(conninfo_or_connection: "Union[str, psycopg.Connection[Any]]", name: s
     short).  Leaving the block releases the lease, and raises
     ``dlock.LeaseLost`` if it was lost or the release was refused, unless the
     block is raising an exception of its own.
+
+    ``owner`` labels the holder (``dlock_leases.owner`` starts with it); the
+    server is sent ``<owner>:<pid>:<random>``, new for every context, so two
+    contexts never share a lease.  The client's statements are never
+    prepared on the server; behind a transaction pooler, create a connection
+    you pass in with ``prepare_threshold=None``.
     """
     return LeaseContext(conninfo_or_connection, name, ttl, wait, owner, renew, on_lost)
 
