@@ -183,3 +183,38 @@ def test_two_leaders_with_one_owner_label_are_not_both_elected(dsn: str, admin: 
                             (name,)).fetchone()
         assert row == (term.owner_id, term.token)
         assert term.owner_id is not None and term.owner_id.startswith("host-a:")
+
+
+def test_two_tasks_releasing_at_once(dsn: str, admin: Conn, name: str) -> None:
+    async def main() -> None:
+        for _ in range(5):
+            async with await psycopg.AsyncConnection.connect(dsn, autocommit=True) as conn:
+                lease = await dlock.aio.lease(conn, name, ttl=30).__aenter__()
+                results = await asyncio.gather(lease.release(), lease.release(),
+                                               return_exceptions=True)
+                assert results == [None, None]
+                assert not lease.lost
+                assert lease_row(admin, name)[0] is False  # type: ignore[index]
+
+    asyncio.run(main())
+
+
+def test_a_black_holed_release_on_a_connection_passed_in_discards_it(
+        proxy: Proxy, caplog: pytest.LogCaptureFixture) -> None:
+    conn = psycopg.connect(proxy.conninfo, autocommit=True, prepare_threshold=None)
+    done: List[float] = []
+
+    def leave() -> None:
+        with dlock.lease(conn, f"bh-user-{os.getpid()}", ttl=3):
+            proxy.freeze()
+            started = time.monotonic()
+        done.append(time.monotonic() - started)
+
+    t = threading.Thread(target=leave, daemon=True)
+    t.start()
+    t.join(20)
+    proxy.thaw()
+    assert done and done[0] < 6, done
+    with pytest.raises(psycopg.OperationalError):
+        conn.execute("SELECT 1")  # shut down: never used again
+    conn.close()
