@@ -236,7 +236,7 @@ def test_uvicorn_with_three_workers(dsn: str, admin: Conn) -> None:
         out, _ = server.communicate(timeout=30)
     assert "Traceback" not in out and "UniqueViolation" not in out, out
     assert out.count("Application startup complete") == 3, out
-    fenced = admin.execute("SELECT tgname, tgtype FROM pg_trigger WHERE tgrelid = 'report'::regclass"
-                           " ORDER BY 1").fetchall()
+    fenced = admin.execute("SELECT tgname, tgtype FROM pg_trigger"
+                           " WHERE tgrelid = 'report'::regclass ORDER BY 1").fetchall()
     # BEFORE INSERT OR UPDATE OR DELETE, row (2|4|8|16 = 31); BEFORE TRUNCATE (32|2 = 34)
     assert fenced == [("report_fence", 31), ("report_fence_truncate", 34)], fenced

@@ -75,7 +75,8 @@ def shut_down(conn: "psycopg.Connection[Any] | psycopg.AsyncConnection[Any]") ->
         pass
 
 
-def _close_fd_in_child(conn: "Optional[psycopg.Connection[Any] | psycopg.AsyncConnection[Any]]") -> None:
+def _close_fd_in_child(
+        conn: "Optional[psycopg.Connection[Any] | psycopg.AsyncConnection[Any]]") -> None:
     if conn is None:
         return
     try:
@@ -303,8 +304,9 @@ class AsyncExecutor:
         if task.done() and not task.cancelled():
             return task.result()
         await self._discard()
-        why = "stopped" if self.abandon_on_stop and self.stop.is_set() else f"no answer from the server in {timeout:.3g} s"
-        raise TimeoutError(why)
+        if self.abandon_on_stop and self.stop.is_set():
+            raise TimeoutError("stopped")
+        raise TimeoutError(f"no answer from the server in {timeout:.3g} s")
 
     async def _discard(self) -> None:
         conn = self.conn
