@@ -33,7 +33,10 @@ attempted and every one rejected with LK001; leases never overlapped; only
 LK001 errors; the clients really went through 2 shared server connections;
 no session-level advisory lock was ever seen; no dlock advisory lock is left
 in pg_locks afterwards (direct connection), nor any other advisory lock; the
-run did enough work to mean something.  The ledger rules are shared with
+run did enough work to mean something; and the dlock Python client
+(clients/python) holds leases through the pooler, renewed past psycopg's
+prepare_threshold, without a failed renewal (see dlock_client).  The ledger
+rules are shared with
 fence_stress and the HA harness: test/lib/ledger.py.
 
 Environment: PGHOST, PGPORT, PGUSER, PGDATABASE (direct, the maintenance
@@ -520,10 +523,58 @@ def pgbouncer_stats():
     return None
 
 
+def dlock_client(tap):
+    """Issue 25 item 9: the Python client (clients/python) through the pooler.
+
+    Leases with a ttl of 0.6 s held for 3 s each (about 15 renewals, past
+    psycopg's prepare_threshold of 5), some on the client's own connections,
+    some on a connection passed in with prepare_threshold=None: no renewal
+    may fail, no lease be lost, every release must succeed."""
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                    "..", "..", "clients", "python", "src"))
+    import logging
+    import dlock
+
+    failures = []
+    records = []
+
+    class Keep(logging.Handler):
+        def emit(self, record):
+            records.append(record.getMessage())
+
+    log = logging.getLogger("dlock")
+    log.addHandler(Keep(level=logging.INFO))
+    log.setLevel(logging.INFO)
+    conninfo = f"host={PGB_HOST} port={PGB_PORT} dbname={DB}"
+
+    def one(i):
+        try:
+            if i % 2:
+                with psycopg.connect(conninfo, autocommit=True, prepare_threshold=None) as conn:
+                    with dlock.lease(conn, f"pgb/client/{i}", ttl=0.6) as lease:
+                        time.sleep(3)
+            else:
+                with dlock.lease(conninfo, f"pgb/client/{i}", ttl=0.6) as lease:
+                    time.sleep(3)
+            if lease.lost:
+                failures.append(f"lease {i} lost: {lease.lost_reason}")
+        except Exception as e:
+            failures.append(f"lease {i}: {type(e).__name__}: {str(e).strip()}")
+
+    threads = [threading.Thread(target=one, args=(i,)) for i in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(30)
+    failures += [m for m in records if "failed" in m or "lost" in m]
+    tap.check("the dlock Python client renews and releases through PgBouncer in transaction "
+              "mode (its connections never prepare statements)", failures)
+
+
 def main():
     t0 = time.monotonic()
     tap = Tap()
-    print("1..10")
+    print("1..11")
     touched = False
     try:
         try:
@@ -540,7 +591,7 @@ def main():
         except psycopg.Error as e:
             tap.check(f"set up database {DB} and reach it through PgBouncer "
                       f"{PGB_HOST}:{PGB_PORT}", [str(e).strip()])
-            for _ in range(tap.n, 10):
+            for _ in range(tap.n, 11):
                 tap.check("not reached", ["set-up failed"])
             return 1
 
@@ -604,6 +655,7 @@ def main():
         mon.conn.close()
 
         verify(tap, events, rows, mon, selftest, leftover, leftover_all, stats, elapsed)
+        dlock_client(tap)
         print(f"# {time.monotonic() - t0:.1f} s in all; "
               f"{'all passed' if not tap.failed else f'{tap.failed} failed'}")
         return 1 if tap.failed else 0

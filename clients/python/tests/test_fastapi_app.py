@@ -111,3 +111,132 @@ def test_a_stalled_run_taken_over_is_refused_and_reports_the_loss(dsn: str, admi
     assert "lost its lease" in stale.json()["detail"]
     assert admin.execute("SELECT token, body FROM report WHERE job = 'nightly-report'"
                          ).fetchone() == (fresh.json()["token"], "fresh report")
+
+
+def test_several_workers_start_at_once(dsn: str, admin: Conn) -> None:
+    admin.execute("DROP TABLE IF EXISTS report")
+    errors: List[BaseException] = []
+    barrier = threading.Barrier(4)
+
+    def worker() -> None:
+        barrier.wait()
+        try:
+            with TestClient(fastapi_app.create_app(dsn)):
+                pass
+        except BaseException as e:
+            errors.append(e)
+
+    threads = [threading.Thread(target=worker) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(60)
+    assert errors == []
+    triggers = admin.execute("SELECT tgname FROM pg_trigger WHERE tgrelid = 'report'::regclass "
+                             "ORDER BY 1").fetchall()
+    assert triggers == [("report_fence",), ("report_fence_truncate",)]
+
+
+def test_the_database_out_of_reach_answers_503_with_retry_after(proxy: Any) -> None:
+    with TestClient(fastapi_app.create_app(proxy.conninfo)) as client:
+        proxy.refuse()
+        proxy.cut()
+        started = time.monotonic()
+        answer = client.post(URL)
+        assert time.monotonic() - started < 15
+    assert answer.status_code == 503, answer.text
+    assert "Retry-After" in answer.headers
+
+
+def test_a_loss_noticed_after_the_write_committed_answers_200(dsn: str, admin: Conn,
+                                                             monkeypatch: Any) -> None:
+    real = fastapi_app.write_report
+
+    async def write_then_stall(*args: Any) -> None:
+        await real(*args)
+        time.sleep(2.5)  # the loop (and the renewer) stall past the 1 s ttl
+
+    async def quick_job() -> str:
+        return "stored before the stall"
+
+    monkeypatch.setattr(fastapi_app, "write_report", write_then_stall)
+    with TestClient(fastapi_app.create_app(dsn, ttl=1, job=quick_job)) as client:
+        answer = client.post(URL)
+    assert answer.status_code == 200, answer.text
+    token = answer.json()["token"]
+    assert admin.execute("SELECT token, body FROM report WHERE job = 'nightly-report'"
+                         ).fetchone() == (token, "stored before the stall")
+
+
+def test_a_commit_whose_answer_was_lost_is_looked_up_by_token(dsn: str, admin: Conn,
+                                                             monkeypatch: Any) -> None:
+    real = fastapi_app.write_report
+    commit = {"really": True}
+
+    async def answer_lost(conninfo: str, lease: Any, body: str, run: Any) -> None:
+        if commit["really"]:
+            await real(conninfo, lease, body, run)
+        run.phase = "committing"
+        raise psycopg.OperationalError("server closed the connection unexpectedly")
+
+    async def quick_job() -> str:
+        return "committed, answer lost"
+
+    monkeypatch.setattr(fastapi_app, "write_report", answer_lost)
+    with TestClient(fastapi_app.create_app(dsn, ttl=30, job=quick_job)) as client:
+        found = client.post(URL)
+        commit["really"] = False
+        missing = client.post(URL)
+    assert found.status_code == 200, found.text
+    assert missing.status_code == 503, missing.text
+    assert "asking again is safe" in missing.json()["detail"]
+
+
+def test_the_database_black_holed_answers_503_in_bounded_time(proxy: Any) -> None:
+    with TestClient(fastapi_app.create_app(proxy.conninfo)) as client:
+        proxy.freeze()
+        try:
+            started = time.monotonic()
+            answer = client.post(URL)
+            took = time.monotonic() - started
+        finally:
+            proxy.thaw()
+    assert answer.status_code == 503, answer.text
+    assert "Retry-After" in answer.headers
+    assert took < 20, f"the request took {took:.1f} s"
+
+
+def test_uvicorn_with_three_workers(dsn: str, admin: Conn) -> None:
+    import socket
+    import subprocess
+    import urllib.request
+
+    admin.execute("DROP TABLE IF EXISTS report")
+    examples = os.path.dirname(os.path.abspath(fastapi_app.__file__))
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    env = dict(os.environ, DLOCK_DSN=dsn, PYTHONPATH=os.pathsep.join(sys.path))
+    server = subprocess.Popen([sys.executable, "-m", "uvicorn", "fastapi_app:app",
+                               "--port", str(port), "--workers", "3"], cwd=examples, env=env,
+                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        deadline = time.monotonic() + 60
+        answer = None
+        while time.monotonic() < deadline and answer is None:
+            try:
+                req = urllib.request.Request(f"http://127.0.0.1:{port}{URL}", method="POST")
+                with urllib.request.urlopen(req, timeout=30) as r:
+                    answer = (r.status, r.read())
+            except OSError:
+                time.sleep(0.2)
+        assert answer is not None and answer[0] == 200, answer
+    finally:
+        server.terminate()
+        out, _ = server.communicate(timeout=30)
+    assert "Traceback" not in out and "UniqueViolation" not in out, out
+    assert out.count("Application startup complete") == 3, out
+    fenced = admin.execute("SELECT tgname, tgtype FROM pg_trigger"
+                           " WHERE tgrelid = 'report'::regclass ORDER BY 1").fetchall()
+    # BEFORE INSERT OR UPDATE OR DELETE, row (2|4|8|16 = 31); BEFORE TRUNCATE (32|2 = 34)
+    assert fenced == [("report_fence", 31), ("report_fence_truncate", 34)], fenced

@@ -7,7 +7,7 @@ the result sent back:
 
 - ``Execute``: statements in one transaction on the lease's own connection
   (committed when the step returns); the first row of each, with the
-  monotonic time at which it was sent;
+  time (``now()``) at which it was sent;
 - ``OnCursor``: one statement on the caller's cursor, in the caller's
   transaction;
 - ``Sleep``: a pause that ends early, with True, when the lease's owner asks
@@ -23,6 +23,8 @@ from __future__ import annotations
 
 import logging
 import math
+import os
+import secrets
 import threading
 import time
 from dataclasses import dataclass
@@ -36,6 +38,36 @@ from ._errors import Busy, Error, LeaseLost, STALE_TOKEN_SQLSTATE, stale_token_f
 
 log = logging.getLogger("dlock")
 
+
+def _boottime() -> float:
+    return time.clock_gettime(time.CLOCK_BOOTTIME)
+
+
+# The clock of every deadline: one that counts the time a suspended machine
+# (a laptop's lid, a paused VM) was asleep, so that a lease whose time ran
+# out meanwhile is lost on resume.  now() stops during a suspend
+# on Linux; CLOCK_BOOTTIME does not.  Elsewhere, monotonic().
+now: Callable[[], float] = _boottime if hasattr(time, "CLOCK_BOOTTIME") else time.monotonic
+
+# The longest owner label: the server takes 255 bytes, and the client adds
+# ":<pid>:<12 hex digits>" to it (see make_owner_id).
+OWNER_MAX_BYTES = 200
+
+
+def make_owner_id(owner: Optional[str]) -> Optional[str]:
+    """The owner string sent to the server for a label: ``<owner>:<pid>:<random>``.
+
+    Two processes, or two contexts of one process, with the same label never
+    send the same string, so the server never takes one for the other (its
+    owner renewal would hand both the same lease and token)."""
+    if owner is None:
+        return None
+    if not isinstance(owner, str) or not owner:
+        raise ValueError("owner must be a non-empty string or None")
+    if len(owner.encode()) > OWNER_MAX_BYTES:
+        raise ValueError(f"owner must be at most {OWNER_MAX_BYTES} bytes")
+    return f"{owner}:{os.getpid()}:{secrets.token_hex(6)}"
+
 T = TypeVar("T")
 Params = Tuple[Any, ...]
 Row = Optional[Tuple[Any, ...]]
@@ -45,9 +77,10 @@ Row = Optional[Tuple[Any, ...]]
 class Execute:
     """Run statements in one transaction on the lease's connection.
 
-    Sends back a list of ``(first row or None, monotonic time sent)``.  With
-    a timeout (seconds) the executor gives up with ``TimeoutError`` and drops
-    the connection.
+    Sends back a list of ``(first row or None, now() when sent)``.  With a
+    timeout (seconds) the executor gives up with ``TimeoutError`` and
+    discards the connection (closed, or shut down when it is the
+    application's: it is never used again).
     """
 
     statements: Tuple[Tuple[str, Params], ...]
@@ -80,7 +113,7 @@ RELEASE_SQL = "SELECT dlock_release(%s, %s)"
 ASSERT_SQL = "SELECT dlock_assert(%s, %s)"
 # Read in the transaction that acquired or renewed, after it: the expiry the
 # server just set, and the server's clock now, to count the time left with a
-# monotonic clock (never the client's wall clock).
+# clock of its own (now(), never the client's wall clock).
 EXPIRY_SQL = "SELECT expires_at, clock_timestamp() FROM dlock_leases WHERE name = %s"
 
 
@@ -120,18 +153,25 @@ def check_idle(status: pq.TransactionStatus) -> None:
 class LeaseBase:
     """The state of one lease, shared by ``dlock.Lease`` and ``dlock.aio.AsyncLease``.
 
-    Thread-safe: the renewer updates it from its own thread (or task).
+    Thread-safe: the renewer updates it from its own thread (or task).  It
+    belongs to the process that created it: in a forked child it is lost,
+    and releasing it there does nothing (see ``foreign``).
     """
 
     name: str
     owner: Optional[str]
+    owner_id: Optional[str]
     token: int
     expires_at: datetime
 
     def __init__(self, name: str, ttl: float, owner: Optional[str],
-                 on_lost: Optional[Callable[[Any], object]], *, reacquire: bool = False) -> None:
+                 on_lost: Optional[Callable[[Any], object]], *, reacquire: bool = False,
+                 owner_id: Optional[str] = None) -> None:
         self.name = name
         self.owner = owner
+        # What the server sees: the label, this process and a random part.
+        self.owner_id = owner_id if owner_id is not None else make_owner_id(owner)
+        self._pid = os.getpid()
         self.token = 0
         self._ttl = ttl
         self._on_lost = on_lost
@@ -139,8 +179,8 @@ class LeaseBase:
         # leader-election loop); plain leases with dlock_renew.
         self._reacquire = reacquire
         self._lock = threading.Lock()
-        self._sent = 0.0  # monotonic time the last confirmation was sent
-        self._deadline = 0.0  # monotonic time the lease is sure to hold until
+        self._sent = 0.0  # now() when the last confirmation was sent
+        self._deadline = 0.0  # now() until which the lease surely holds
         self._lost_reason: Optional[str] = None
         self._ended = False  # released or lost: no more statements for it
 
@@ -151,34 +191,47 @@ class LeaseBase:
         """The lease's time to live, as given."""
         return timedelta(seconds=self._ttl)
 
+    def _foreign(self) -> bool:
+        """True in a process other than the one that acquired the lease (a
+        forked child): there the lease is not held, and nothing is sent."""
+        return os.getpid() != self._pid
+
     @property
     def lost(self) -> bool:
         """True once the lease is known to be lost, or its deadline has passed.
 
         The deadline is the last expiry the server confirmed, counted on a
-        monotonic clock from when that confirmation was asked for; the
-        server's lease ends no earlier.  False after a clean release.
+        clock that also counts a suspended machine, from when that
+        confirmation was asked for; the server's lease ends no earlier.
+        False after a clean release.  Always True in a forked child.
         """
+        if self._foreign():
+            return True
         with self._lock:
             if self._lost_reason is not None:
                 return True
-            return not self._ended and time.monotonic() >= self._deadline
+            return not self._ended and now() >= self._deadline
 
     @property
     def lost_reason(self) -> Optional[str]:
         """Why the lease was lost, or None."""
+        if self._foreign():
+            return (f"the lease belongs to process {self._pid}; this process "
+                    f"({os.getpid()}) is a fork of it")
         with self._lock:
-            if self._lost_reason is None and not self._ended and time.monotonic() >= self._deadline:
+            if self._lost_reason is None and not self._ended and now() >= self._deadline:
                 return "not renewed before its deadline"
             return self._lost_reason
 
     def remaining(self) -> float:
         """Seconds the lease is sure to be held for, from the last confirmed
-        expiry and a monotonic clock; 0.0 when lost or released."""
+        expiry; 0.0 when lost or released."""
+        if self._foreign():
+            return 0.0
         with self._lock:
             if self._ended or self._lost_reason is not None:
                 return 0.0
-            return max(0.0, self._deadline - time.monotonic())
+            return max(0.0, self._deadline - now())
 
     def __repr__(self) -> str:
         state = "lost" if self.lost else ("released" if self._ended else "held")
@@ -187,7 +240,7 @@ class LeaseBase:
     # --- what the operations below change --------------------------------
 
     def _confirm(self, token: int, expiry: Row, sent: float) -> None:
-        """The server confirmed token until expiry (read at monotonic ~sent)."""
+        """The server confirmed token until expiry (read at now() ~sent)."""
         if expiry is None:
             raise Error(f'lease "{self.name}" is missing from dlock_leases after it was granted')
         expires_at, server_now = expiry
@@ -232,7 +285,7 @@ def acquire(lease: LeaseBase, wait: float) -> Step[None]:
     """Take the lease (committed when this returns); Busy if it stays held."""
     results = yield Execute((
         (ACQUIRE_SQL, (lease.name, timedelta(seconds=lease._ttl), timedelta(seconds=wait),
-                       lease.owner)),
+                       lease.owner_id)),
         (EXPIRY_SQL, (lease.name,)),
     ))
     (row, _), (expiry, sent) = results
@@ -247,7 +300,7 @@ def _renewal(lease: LeaseBase) -> Tuple[Tuple[str, Params], ...]:
     ttl = timedelta(seconds=lease._ttl)
     first: Tuple[str, Params]
     if lease._reacquire:
-        first = (ACQUIRE_SQL, (lease.name, ttl, timedelta(0), lease.owner))
+        first = (ACQUIRE_SQL, (lease.name, ttl, timedelta(0), lease.owner_id))
     else:
         first = (RENEW_SQL, (lease.name, lease.token, ttl))
     return (first, (EXPIRY_SQL, (lease.name,)))
@@ -269,7 +322,7 @@ def _describe(e: BaseException) -> str:
 
 def _stopped(lease: LeaseBase) -> None:
     """Asked to stop: a lease past its deadline by then is lost all the same."""
-    if time.monotonic() >= lease._deadline:
+    if now() >= lease._deadline:
         lease._mark_lost("not renewed before its deadline")
 
 
@@ -283,11 +336,11 @@ def renew_loop(lease: LeaseBase) -> Step[None]:
     every = lease._ttl / 3
     retry = min(max(lease._ttl / 10, 0.02), 1.0)
     while True:
-        if (yield Sleep(max(0.0, lease._sent + every - time.monotonic()))):
+        if (yield Sleep(max(0.0, lease._sent + every - now()))):
             return _stopped(lease)
         why = "no answer from the server"
         while True:
-            left = lease._deadline - time.monotonic()
+            left = lease._deadline - now()
             if left <= 0:
                 lease._mark_lost(f"not renewed before its deadline ({why})")
                 return
@@ -296,7 +349,7 @@ def renew_loop(lease: LeaseBase) -> Step[None]:
             except (psycopg.Error, OSError) as e:
                 why = _describe(e)
                 log.info('renewal of lease "%s" failed, retrying: %s', lease.name, why)
-                pause = min(retry, max(0.0, lease._deadline - time.monotonic()))
+                pause = min(retry, max(0.0, lease._deadline - now()))
                 if (yield Sleep(pause)):
                     return _stopped(lease)
                 continue
@@ -309,22 +362,48 @@ def renew_loop(lease: LeaseBase) -> Step[None]:
             break
 
 
+# How long leaving the block may wait for the release: at most this, and
+# at least RELEASE_MIN (else the time left on the lease, which expires by
+# itself if the release never arrives).
+RELEASE_MAX = 5.0
+RELEASE_MIN = 1.0
+
+
+def release_budget(lease: LeaseBase) -> float:
+    return min(RELEASE_MAX, max(RELEASE_MIN, lease._deadline - now()))
+
+
 def release(lease: LeaseBase, propagating: bool) -> Step[None]:
     """Give the lease back.  Raise LeaseLost if it was lost or the server
-    says it no longer held it, unless an exception is already propagating."""
-    if lease._ended and lease._lost_reason is None:
-        return  # released already
+    says it no longer held it, unless an exception is already propagating.
+
+    Bounded by release_budget(): a release that gets no answer in time is
+    given up (its connection discarded), and the lease expires by itself
+    at its deadline; that is not a loss.  In a forked child: nothing."""
+    if lease._foreign() or (lease._ended and lease._lost_reason is None):
+        return  # not ours to release, or released already
     if lease._lost_reason is None:
+        end = now() + release_budget(lease)
+        statements = ((RELEASE_SQL, (lease.name, lease.token)),)
         try:
             try:
-                results = yield Execute(((RELEASE_SQL, (lease.name, lease.token)),))
+                results = yield Execute(statements, timeout=end - now())
             except psycopg.OperationalError as e:
                 # The connection broke (a restart, a failover, a cut): once
                 # more on a new one.  Had the first attempt committed, this
                 # one says false, and the caller hears LeaseLost: never the
                 # other way round.
                 log.info('release of lease "%s" failed, retrying: %s', lease.name, _describe(e))
-                results = yield Execute(((RELEASE_SQL, (lease.name, lease.token)),))
+                if end - now() <= 0:
+                    raise TimeoutError("no time left for the release") from e
+                results = yield Execute(statements, timeout=end - now())
+        except TimeoutError as e:
+            log.warning('release of lease "%s" (token %d) got no answer (%s): its connection '
+                        'is dropped, and the lease expires by itself at its deadline, '
+                        '%s on the server\'s clock', lease.name, lease.token, e,
+                        getattr(lease, "expires_at", "unknown"))
+            lease._mark_released()
+            return
         except Exception:
             if not propagating:
                 raise
@@ -349,6 +428,9 @@ def check_fence_cursor(autocommit: bool, status: pq.TransactionStatus) -> None:
 
 def fence(lease: LeaseBase, cursor: Any, autocommit: bool, status: pq.TransactionStatus) -> Step[None]:
     """Declare the lease's token in the cursor's transaction (dlock_assert)."""
+    if lease._foreign():
+        raise Error(f'lease "{lease.name}" belongs to process {lease._pid}, not to this '
+                    "forked child: it cannot fence writes here")
     check_fence_cursor(autocommit, status)
     try:
         yield OnCursor(cursor, ASSERT_SQL, (lease.name, lease.token))

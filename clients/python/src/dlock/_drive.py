@@ -4,8 +4,11 @@
 from __future__ import annotations
 
 import asyncio
+import math
+import os
+import socket
 import threading
-import time
+import weakref
 from typing import Any, List, Optional, Tuple
 
 import psycopg
@@ -15,8 +18,71 @@ from psycopg.rows import tuple_row
 
 from . import _core
 from ._core import Execute, OnCursor, Op, Row, Sleep, Step, T, log
+from ._errors import Error
 
 Results = List[Tuple[Row, float]]
+
+# Every executor alive, so that a forked child can let go of their
+# connections without a word to the server (see _forget_in_child).
+_executors: "weakref.WeakSet[Any]" = weakref.WeakSet()
+_warned_prepare = False
+
+
+def _forget_in_child() -> None:
+    """After fork, in the child: the connections are the parent's.  Close
+    our copy of each socket (the parent's session goes on: no Terminate is
+    sent, which PQfinish would do) and never use them again.  psycopg's
+    pq wrapper does not PQfinish a connection collected in another process
+    than the one that made it."""
+    for ex in list(_executors):
+        ex.forget()
+
+
+os.register_at_fork(after_in_child=_forget_in_child)
+
+
+def connect_kwargs(timeout: Optional[float] = None) -> "dict[str, Any]":
+    """How the client opens its own connections: autocommit, and never a
+    server-side prepared statement (a transaction pooler such as PgBouncer
+    would bind them to another client's session)."""
+    kw: "dict[str, Any]" = {"autocommit": True, "prepare_threshold": None}
+    if timeout is not None:
+        kw["connect_timeout"] = max(1, math.ceil(timeout))
+    return kw
+
+
+def check_prepare(conn: "psycopg.Connection[Any] | psycopg.AsyncConnection[Any]") -> None:
+    """Warn once about a connection passed in that prepares statements."""
+    global _warned_prepare
+    if conn.prepare_threshold is not None and not _warned_prepare:
+        _warned_prepare = True
+        log.warning("the connection passed to dlock has prepare_threshold=%r: behind a "
+                    "transaction pooler (PgBouncer in transaction mode) its prepared "
+                    "statements break; create it with prepare_threshold=None there",
+                    conn.prepare_threshold)
+
+
+def shut_down(conn: "psycopg.Connection[Any] | psycopg.AsyncConnection[Any]") -> None:
+    """Break a connection from any thread: whoever waits on it wakes up with
+    an error, and it is never usable again (a black hole cannot be waited
+    out, and a connection left in the middle of a statement cannot be
+    reused)."""
+    try:
+        fd = conn.pgconn.socket
+        with socket.socket(fileno=os.dup(fd)) as s:
+            s.shutdown(socket.SHUT_RDWR)
+    except Exception:  # closed already
+        pass
+
+
+def _close_fd_in_child(
+        conn: "Optional[psycopg.Connection[Any] | psycopg.AsyncConnection[Any]]") -> None:
+    if conn is None:
+        return
+    try:
+        os.close(conn.pgconn.socket)
+    except Exception:
+        pass
 
 
 def conninfo_of(conn: "psycopg.Connection[Any] | psycopg.AsyncConnection[Any]") -> str:
@@ -72,8 +138,8 @@ def _run_statements(conn: "psycopg.Connection[Any]", op: Execute) -> Results:
     with conn.transaction():
         with conn.cursor(row_factory=tuple_row) as cur:
             for sql, params in op.statements:
-                sent = time.monotonic()
-                cur.execute(sql, params)
+                sent = _core.now()
+                cur.execute(sql, params, prepare=False)
                 out.append((cur.fetchone(), sent))
     return out
 
@@ -83,15 +149,47 @@ async def _arun_statements(conn: "psycopg.AsyncConnection[Any]", op: Execute) ->
     async with conn.transaction():
         async with conn.cursor(row_factory=tuple_row) as cur:
             for sql, params in op.statements:
-                sent = time.monotonic()
-                await cur.execute(sql, params)
+                sent = _core.now()
+                await cur.execute(sql, params, prepare=False)
                 out.append((await cur.fetchone(), sent))
     return out
 
 
+def _bounded(conn: "psycopg.Connection[Any]", op: Execute) -> Results:
+    """Run op on conn; past op.timeout, shut the connection down and raise
+    TimeoutError (a blocking psycopg call has no deadline of its own)."""
+    if op.timeout is None:
+        return _run_statements(conn, op)
+    fired = False
+    lock = threading.Lock()
+    done = False
+
+    def abort() -> None:
+        nonlocal fired
+        with lock:
+            if not done:
+                fired = True
+                shut_down(conn)
+
+    timer = threading.Timer(max(0.0, op.timeout), abort)
+    timer.daemon = True
+    timer.start()
+    try:
+        return _run_statements(conn, op)
+    except psycopg.Error:
+        if fired:
+            raise TimeoutError(f"no answer from the server in {op.timeout:.3g} s") from None
+        raise
+    finally:
+        with lock:
+            done = True
+        timer.cancel()
+
+
 class SyncExecutor:
     """Performs operations on a blocking connection: the caller's, or one
-    opened (and reopened after a failure) from ``conninfo``."""
+    opened (and reopened after a failure) from ``conninfo``.  Only in the
+    process that made it."""
 
     def __init__(self, conn: "Optional[psycopg.Connection[Any]]", conninfo: str,
                  stop: Optional[threading.Event] = None) -> None:
@@ -99,35 +197,57 @@ class SyncExecutor:
         self.conninfo = conninfo
         self.owned = conn is None
         self.stop = stop if stop is not None else threading.Event()
+        self.pid = os.getpid()
+        # One operation at a time on the connection (two threads releasing).
+        self.lock = threading.RLock()
+        if conn is not None:
+            check_prepare(conn)
+        _executors.add(self)
+
+    def forget(self) -> None:
+        """In a forked child: drop the parent's connection, sending nothing."""
+        conn, self.conn = self.conn, None
+        if self.owned:
+            _close_fd_in_child(conn)
 
     def perform(self, op: Op) -> Any:
+        if os.getpid() != self.pid:
+            raise Error("a dlock connection cannot be used in a forked child")
         if isinstance(op, Execute):
-            return self._execute(op)
+            with self.lock:
+                return self._execute(op)
         if isinstance(op, OnCursor):
-            op.cursor.execute(op.sql, op.params)
+            op.cursor.execute(op.sql, op.params, prepare=False)
             return None
         return self.stop.wait(op.seconds)
 
     def _execute(self, op: Execute) -> Results:
         if self.owned:
             if self.conn is None or self.conn.closed:
-                self.conn = psycopg.connect(self.conninfo, autocommit=True)
+                self.conn = psycopg.connect(self.conninfo, **connect_kwargs(op.timeout))
             try:
-                return _run_statements(self.conn, op)
-            except psycopg.OperationalError:
+                return _bounded(self.conn, op)
+            except (psycopg.OperationalError, TimeoutError):
                 self.close()  # reopened by the next statement
                 raise
         conn = self.conn
-        assert conn is not None
-        if conn.closed or conn.broken or conn.info.transaction_status != pq.TransactionStatus.IDLE:
+        if (conn is None or conn.closed or conn.broken
+                or conn.info.transaction_status != pq.TransactionStatus.IDLE):
             # The application's connection is gone, or it left a transaction
             # open there (or failed in one): never commit a lease statement
             # inside the application's transaction.
-            with psycopg.connect(self.conninfo, autocommit=True) as other:
-                return _run_statements(other, op)
-        return _run_statements(conn, op)
+            with psycopg.connect(self.conninfo, **connect_kwargs(op.timeout)) as other:
+                return _bounded(other, op)
+        try:
+            return _bounded(conn, op)
+        except TimeoutError:
+            self.conn = None  # shut down: never used again
+            raise
 
     def close(self) -> None:
+        if os.getpid() != self.pid:
+            self.conn = None
+            return
         if self.owned and self.conn is not None:
             conn, self.conn = self.conn, None
             conn.close()
@@ -135,29 +255,68 @@ class SyncExecutor:
 
 class AsyncExecutor:
     """The same as SyncExecutor, on an asyncio connection.  An ``Execute``
-    with a timeout is abandoned when it runs out, and its connection closed:
-    the renewer never waits on a network that does not answer."""
+    with a timeout is abandoned when it runs out (or, for the renewer's, when
+    ``stop`` is set), and its connection discarded: the renewer never waits
+    on a network that does not answer, nor keeps the block from ending."""
 
     def __init__(self, conn: "Optional[psycopg.AsyncConnection[Any]]", conninfo: str,
-                 stop: Optional[asyncio.Event] = None) -> None:
+                 stop: Optional[asyncio.Event] = None, *, abandon_on_stop: bool = False) -> None:
         self.conn = conn
+        self.abandon_on_stop = abandon_on_stop
         self.conninfo = conninfo
         self.owned = conn is None
         self.stop = stop if stop is not None else asyncio.Event()
+        self.pid = os.getpid()
+        if conn is not None:
+            check_prepare(conn)
+        _executors.add(self)
+
+    def forget(self) -> None:
+        """In a forked child: drop the parent's connection, sending nothing."""
+        conn, self.conn = self.conn, None
+        if self.owned:
+            _close_fd_in_child(conn)
 
     async def perform(self, op: Op) -> Any:
+        if os.getpid() != self.pid:
+            raise Error("a dlock connection cannot be used in a forked child")
         if isinstance(op, Execute):
             if op.timeout is None:
                 return await self._execute(op)
-            try:
-                return await asyncio.wait_for(self._execute(op), op.timeout)
-            except asyncio.TimeoutError:
-                await self.close()
-                raise TimeoutError(f"no answer from the server in {op.timeout:.3g} s") from None
+            return await self._execute_bounded(op, op.timeout)
         if isinstance(op, OnCursor):
-            await op.cursor.execute(op.sql, op.params)
+            await op.cursor.execute(op.sql, op.params, prepare=False)
             return None
         return await self._sleep(op)
+
+    async def _execute_bounded(self, op: Execute, timeout: float) -> Results:
+        task = asyncio.ensure_future(self._execute(op))
+        waiting: "set[asyncio.Future[Any]]" = {task}
+        if self.abandon_on_stop:
+            waiting.add(asyncio.ensure_future(self.stop.wait()))
+        try:
+            await asyncio.wait(waiting, timeout=max(0.0, timeout),
+                               return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            for f in waiting:
+                if not f.done():
+                    f.cancel()
+        if task.done() and not task.cancelled():
+            return task.result()
+        await self._discard()
+        if self.abandon_on_stop and self.stop.is_set():
+            raise TimeoutError("stopped")
+        raise TimeoutError(f"no answer from the server in {timeout:.3g} s")
+
+    async def _discard(self) -> None:
+        conn = self.conn
+        if conn is None:
+            return
+        if self.owned:
+            await self.close()
+        else:
+            shut_down(conn)  # the application's: broken, never reused
+            self.conn = None
 
     async def _sleep(self, op: Sleep) -> bool:
         if self.stop.is_set():
@@ -170,33 +329,43 @@ class AsyncExecutor:
 
     async def _execute(self, op: Execute) -> Results:
         if self.owned:
-            if self.conn is None or self.conn.closed:
-                self.conn = await psycopg.AsyncConnection.connect(self.conninfo, autocommit=True)
+            current = self.conn
+            if current is None or current.closed:
+                current = await psycopg.AsyncConnection.connect(
+                    self.conninfo, **connect_kwargs(op.timeout))
+                self.conn = current
+            assert current is not None
             try:
-                return await _arun_statements(self.conn, op)
+                return await _arun_statements(current, op)
             except (psycopg.OperationalError, asyncio.CancelledError):
                 await self.close()  # reopened by the next statement
                 raise
         conn = self.conn
-        assert conn is not None
-        if conn.closed or conn.broken or conn.info.transaction_status != pq.TransactionStatus.IDLE:
-            async with await psycopg.AsyncConnection.connect(self.conninfo, autocommit=True) as other:
+        if (conn is None or conn.closed or conn.broken
+                or conn.info.transaction_status != pq.TransactionStatus.IDLE):
+            async with await psycopg.AsyncConnection.connect(
+                    self.conninfo, **connect_kwargs(op.timeout)) as other:
                 return await _arun_statements(other, op)
         return await _arun_statements(conn, op)
 
     async def close(self) -> None:
+        if os.getpid() != self.pid:
+            self.conn = None
+            return
         if self.owned and self.conn is not None:
             conn, self.conn = self.conn, None
             try:
                 await conn.close()
-            except Exception:  # a connection cut mid-query
+            except BaseException:  # a connection cut mid-query
                 pass
 
 
 async def renew_until_stopped(lease: _core.LeaseBase, conninfo: str, stop: asyncio.Event) -> None:
     """The renewer: dlock.aio runs it as a task, dlock in a thread of its own
-    (with its own event loop), on a connection of its own."""
-    ex = AsyncExecutor(None, conninfo, stop)
+    (with its own event loop), on a connection of its own.  However it ends,
+    other than by ``stop`` (the block ending), the lease is marked lost:
+    never left silently unrenewed (see watch_renewer for a cancelled task)."""
+    ex = AsyncExecutor(None, conninfo, stop, abandon_on_stop=True)
     try:
         await run_async(_core.renew_loop(lease), ex)
     except Exception as e:  # a bug; never leave the lease silently unrenewed
@@ -204,6 +373,16 @@ async def renew_until_stopped(lease: _core.LeaseBase, conninfo: str, stop: async
         lease._mark_lost(f"the renewer failed: {e!r}")
     finally:
         await ex.close()
+
+
+def watch_renewer(lease: _core.LeaseBase, task: "asyncio.Task[None]", stop: asyncio.Event) -> None:
+    """A renewer task cancelled by anything but the block ending (even
+    before it ran) marks the lease lost."""
+    def done(t: "asyncio.Task[None]") -> None:
+        if t.cancelled() and not stop.is_set():
+            lease._mark_lost("the renewer task was cancelled")
+
+    task.add_done_callback(done)
 
 
 class RenewerThread:

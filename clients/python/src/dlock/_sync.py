@@ -12,7 +12,7 @@ from typing import Any, Callable, Iterator, Optional, Type, Union
 import psycopg
 
 from . import _core
-from ._drive import RenewerThread, SyncExecutor, conninfo_of, run_sync
+from ._drive import RenewerThread, SyncExecutor, connect_kwargs, conninfo_of, run_sync
 
 Seconds = Union[int, float, timedelta]
 
@@ -20,19 +20,25 @@ Seconds = Union[int, float, timedelta]
 class Lease(_core.LeaseBase):
     """A held lease, as yielded by ``dlock.lease()`` and ``dlock.leader()``.
 
-    Attributes: ``name``, ``token`` (the fencing token), ``owner``,
-    ``expires_at`` (the server's expiry, as last confirmed), ``lost``,
-    ``lost_reason``; methods ``remaining()``, ``fence(cursor)``,
-    ``release()`` and ``wait_lost(timeout)``.
+    Attributes: ``name``, ``token`` (the fencing token), ``owner`` (the
+    label given), ``owner_id`` (what the server sees: the label, the process
+    id and a random part), ``expires_at`` (the server's expiry, as last
+    confirmed), ``lost``, ``lost_reason``; methods ``remaining()``,
+    ``fence(cursor)``, ``release()`` and ``wait_lost(timeout)``.  Thread-safe.
+    It belongs to the process that acquired it: in a forked child it is
+    lost, ``release()`` does nothing and ``fence()`` raises ``dlock.Error``.
     """
 
     def __init__(self, name: str, ttl: float, owner: Optional[str],
                  on_lost: Optional[Callable[["Lease"], object]], executor: SyncExecutor,
-                 *, reacquire: bool = False) -> None:
-        super().__init__(name, ttl, owner, on_lost, reacquire=reacquire)
+                 *, reacquire: bool = False, owner_id: Optional[str] = None) -> None:
+        super().__init__(name, ttl, owner, on_lost, reacquire=reacquire, owner_id=owner_id)
         self._ex = executor
         self._changed = threading.Event()
         self._renewer: Optional[RenewerThread] = None
+        # One release at a time: a second thread waits for the first, then
+        # finds the lease released (or lost) and does what a second call does.
+        self._finishing = threading.RLock()
 
     def _notify(self) -> None:
         self._changed.set()
@@ -61,13 +67,19 @@ class Lease(_core.LeaseBase):
         """Stop renewing and give the lease back now.
 
         Raises ``dlock.LeaseLost`` if the lease was lost, or the server says
-        it no longer held it.  Releasing twice does nothing.
+        it no longer held it.  Releasing twice, or from two threads at once,
+        releases once.  Waits at most min(5 s, max(1 s, the time left)): a
+        release without an answer by then is given up, its connection
+        discarded, and the lease expires by itself (no ``LeaseLost``).
         """
         self._finish(propagating=False)
 
     def _finish(self, propagating: bool) -> None:
-        self._stop_renewer()
-        run_sync(_core.release(self, propagating), self._ex)
+        if self._foreign():
+            return  # a forked child: the lease and its connections are the parent's
+        with self._finishing:
+            self._stop_renewer()
+            run_sync(_core.release(self, propagating), self._ex)
 
     def wait_lost(self, timeout: Optional[float] = None) -> bool:
         """Block until the lease is lost (True), released, or timeout passes
@@ -107,7 +119,7 @@ class LeaseContext:
         target = self._target
         if isinstance(target, str):
             conninfo = target
-            ex = SyncExecutor(psycopg.connect(target, autocommit=True), conninfo)
+            ex = SyncExecutor(psycopg.connect(target, **connect_kwargs()), conninfo)
             ex.owned = True
         elif isinstance(target, psycopg.Connection):
             _core.check_idle(target.info.transaction_status)
@@ -136,7 +148,7 @@ class LeaseContext:
         try:
             lease._finish(propagating=exc_type is not None)
         finally:
-            lease._ex.close()
+            lease._ex.close()  # does nothing in a forked child
 
 
 def lease(conninfo_or_connection: "Union[str, psycopg.Connection[Any]]", name: str, ttl: Seconds,
@@ -157,6 +169,12 @@ def lease(conninfo_or_connection: "Union[str, psycopg.Connection[Any]]", name: s
     short).  Leaving the block releases the lease, and raises
     ``dlock.LeaseLost`` if it was lost or the release was refused, unless the
     block is raising an exception of its own.
+
+    ``owner`` labels the holder (``dlock_leases.owner`` starts with it); the
+    server is sent ``<owner>:<pid>:<random>``, new for every context, so two
+    contexts never share a lease.  The client's statements are never
+    prepared on the server; behind a transaction pooler, create a connection
+    you pass in with ``prepare_threshold=None``.
     """
     return LeaseContext(conninfo_or_connection, name, ttl, wait, owner, renew, on_lost)
 
@@ -181,6 +199,9 @@ class Leader:
         self._name = name
         self._owner = owner
         self._ttl, self._retry = _core.leader_timing(owner, ttl, retry)
+        # One owner string for every term of this loop: a term lost on the
+        # client's side while the server still holds it is won back at once.
+        self._owner_id = _core.make_owner_id(owner)
         self._on_lost = on_lost
         self._stop = threading.Event()
         self._ex = SyncExecutor(None, conninfo, self._stop)
@@ -202,7 +223,8 @@ class Leader:
         if self._end_term() and run_sync(_core.pause(self._retry), self._ex):
             self.close()
             raise StopIteration
-        term = Lease(self._name, self._ttl, self._owner, self._on_lost, self._ex, reacquire=True)
+        term = Lease(self._name, self._ttl, self._owner, self._on_lost, self._ex, reacquire=True,
+                     owner_id=self._owner_id)
         if not run_sync(_core.campaign(term, self._retry), self._ex):
             self.close()
             raise StopIteration

@@ -18,7 +18,8 @@ from typing import Any, AsyncIterator, Callable, Optional, Type, Union
 import psycopg
 
 from . import _core
-from ._drive import AsyncExecutor, conninfo_of, renew_until_stopped, run_async
+from ._drive import (AsyncExecutor, connect_kwargs, conninfo_of, renew_until_stopped, run_async,
+                     watch_renewer)
 from ._errors import Busy, Error, LeaseLost, StaleToken, is_stale_token, stale_token_errors
 
 __all__ = ["AsyncLease", "AsyncLeader", "lease", "leader",
@@ -33,12 +34,13 @@ class AsyncLease(_core.LeaseBase):
 
     def __init__(self, name: str, ttl: float, owner: Optional[str],
                  on_lost: Optional[Callable[["AsyncLease"], object]], executor: AsyncExecutor,
-                 *, reacquire: bool = False) -> None:
-        super().__init__(name, ttl, owner, on_lost, reacquire=reacquire)
+                 *, reacquire: bool = False, owner_id: Optional[str] = None) -> None:
+        super().__init__(name, ttl, owner, on_lost, reacquire=reacquire, owner_id=owner_id)
         self._ex = executor
         self._changed = asyncio.Event()
         self._renewer: Optional["asyncio.Task[None]"] = None
         self._renewer_stop = asyncio.Event()
+        self._finishing = asyncio.Lock()  # one release at a time
 
     def _notify(self) -> None:
         self._changed.set()
@@ -47,12 +49,17 @@ class AsyncLease(_core.LeaseBase):
         self._renewer = asyncio.get_running_loop().create_task(
             renew_until_stopped(self, conninfo, self._renewer_stop),
             name=f"dlock-renewer {self.name}")
+        watch_renewer(self, self._renewer, self._renewer_stop)
 
     async def _stop_renewer(self) -> None:
         self._renewer_stop.set()
         task = self._renewer
         if task is not None and task is not asyncio.current_task():
-            await task
+            # Whatever ended it (a cancellation too) is in the lease's state
+            # already; only our own cancellation propagates from here.
+            await asyncio.wait({task})
+            if not task.cancelled():
+                task.exception()  # retrieved: logged by the renewer
 
     async def fence(self, cursor: "psycopg.AsyncCursor[Any]") -> None:
         """Declare the token in the cursor's transaction (see ``dlock.Lease.fence``)."""
@@ -65,8 +72,11 @@ class AsyncLease(_core.LeaseBase):
         await self._finish(propagating=False)
 
     async def _finish(self, propagating: bool) -> None:
-        await self._stop_renewer()
-        await run_async(_core.release(self, propagating), self._ex)
+        if self._foreign():
+            return  # a forked child: the lease and its connections are the parent's
+        async with self._finishing:
+            await self._stop_renewer()
+            await run_async(_core.release(self, propagating), self._ex)
 
     async def wait_lost(self, timeout: Optional[float] = None) -> bool:
         """Wait until the lease is lost (True), released, or timeout passes (False)."""
@@ -109,7 +119,7 @@ class AsyncLeaseContext:
         target = self._target
         if isinstance(target, str):
             conninfo = target
-            ex = AsyncExecutor(await psycopg.AsyncConnection.connect(target, autocommit=True),
+            ex = AsyncExecutor(await psycopg.AsyncConnection.connect(target, **connect_kwargs()),
                                conninfo)
             ex.owned = True
         elif isinstance(target, psycopg.AsyncConnection):
@@ -160,6 +170,9 @@ class AsyncLeader:
         self._name = name
         self._owner = owner
         self._ttl, self._retry = _core.leader_timing(owner, ttl, retry)
+        # One owner string for every term of this loop: a term lost on the
+        # client's side while the server still holds it is won back at once.
+        self._owner_id = _core.make_owner_id(owner)
         self._on_lost = on_lost
         self._stop = asyncio.Event()
         self._ex = AsyncExecutor(None, conninfo, self._stop)
@@ -181,7 +194,7 @@ class AsyncLeader:
             await self.aclose()
             raise StopAsyncIteration
         term = AsyncLease(self._name, self._ttl, self._owner, self._on_lost, self._ex,
-                          reacquire=True)
+                          reacquire=True, owner_id=self._owner_id)
         if not await run_async(_core.campaign(term, self._retry), self._ex):
             await self.aclose()
             raise StopAsyncIteration
