@@ -213,8 +213,8 @@ SELECT isnt_definer('dlock_fence', ARRAY[]::name[], 'dlock_fence is not security
 -- ---------------------------------------------------------------------------
 SELECT function_returns('dlock_fence_ddl', ARRAY[]::name[], 'event_trigger',
                         'dlock_fence_ddl returns event_trigger');
-SELECT function_lang_is('dlock_fence_ddl', ARRAY[]::name[], 'c',
-                        'dlock_fence_ddl is written in C');
+SELECT function_lang_is('dlock_fence_ddl', ARRAY[]::name[], 'plpgsql',
+                        'dlock_fence_ddl is written in PL/pgSQL');
 SELECT isnt_definer('dlock_fence_ddl', ARRAY[]::name[], 'dlock_fence_ddl is not security definer');
 SELECT ok(COALESCE(pg_catalog.obj_description(to_regprocedure('dlock_fence_ddl()'), 'pg_proc'), '') <> '',
           'function dlock_fence_ddl has a comment');
