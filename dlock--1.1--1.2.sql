@@ -120,10 +120,12 @@ BEGIN
 			CONTINUE WHEN rel IS NULL;
 		ELSE
 			rel := cmd.objid;
-			CONTINUE WHEN NOT EXISTS (SELECT FROM pg_catalog.pg_inherits AS i WHERE i.inhrelid OPERATOR(pg_catalog.=) rel)
-				AND (cmd.command_tag OPERATOR(pg_catalog.=) 'CREATE TABLE'
-					 OR NOT EXISTS (SELECT FROM pg_catalog.pg_trigger AS tr
-									 WHERE tr.tgrelid OPERATOR(pg_catalog.=) rel AND tr.tgfoid OPERATOR(pg_catalog.=) fence));
+			-- (a partition has no inheritance parents of its own)
+			CONTINUE WHEN NOT ((cmd.command_tag OPERATOR(pg_catalog.=) 'ALTER TABLE'
+								AND EXISTS (SELECT FROM pg_catalog.pg_trigger AS tr
+											 WHERE tr.tgrelid OPERATOR(pg_catalog.=) rel AND tr.tgfoid OPERATOR(pg_catalog.=) fence))
+							   OR (EXISTS (SELECT FROM pg_catalog.pg_inherits AS i WHERE i.inhrelid OPERATOR(pg_catalog.=) rel)
+								   AND NOT (SELECT c.relispartition FROM pg_catalog.pg_class AS c WHERE c.oid OPERATOR(pg_catalog.=) rel)));
 			IF ours IS NULL AND cmd.command_tag OPERATOR(pg_catalog.=) 'ALTER TABLE' THEN
 				SELECT COALESCE(pg_catalog.array_agg(l.transactionid), '{}') INTO ours
 				  FROM pg_catalog.pg_locks AS l
