@@ -130,6 +130,7 @@ BEGIN
 				SELECT COALESCE(pg_catalog.array_agg(l.transactionid), '{}') INTO ours
 				  FROM pg_catalog.pg_locks AS l
 				 WHERE l.locktype OPERATOR(pg_catalog.=) 'transactionid' AND l.granted
+				   AND l.mode OPERATOR(pg_catalog.=) 'ExclusiveLock'
 				   AND l.pid OPERATOR(pg_catalog.=) pg_catalog.pg_backend_pid();
 			END IF;
 		END IF;
