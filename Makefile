@@ -12,7 +12,6 @@ OBJS = \
 	src/dlock.o \
 	src/events.o \
 	src/fence.o \
-	src/fence_ddl.o \
 	src/lease.o \
 	src/locktag.o \
 	src/relation.o \

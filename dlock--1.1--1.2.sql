@@ -86,11 +86,159 @@ COMMENT ON COLUMN @extschema@.dlock_fenced_tables.triggers IS 'the fencing dlock
 COMMENT ON COLUMN @extschema@.dlock_fenced_tables.not_fencing IS 'each dlock_fence trigger of the table that fences nothing, as "trigger: reason" (disabled, replica only, not BEFORE, column list, WHEN condition), and, for an inheritance child with no fencing trigger of its own, that reason; empty if none';
 
 -- The event trigger: a WARNING for DDL that makes a dlock_fence trigger
--- that does not fence (src/fence_ddl.c).  It only reads the catalogs.
+-- that does not fence.  PL/pgSQL, so that DDL never needs the dlock
+-- library: it only reads the catalogs and raises no error of its own.
+-- CREATE TRIGGER and CREATE TABLE ... INHERITS are told by the object
+-- created.  ALTER TABLE has no parse tree here: the triggers it enabled and
+-- the parents it added are the dlock_fence rows of pg_trigger (not
+-- disabled) and the pg_inherits rows of the table written by the current
+-- transaction, whose xmin is one of the transaction ids this backend holds
+-- a lock on (its top transaction and its subtransactions).
 CREATE FUNCTION @extschema@.dlock_fence_ddl()
 RETURNS event_trigger
-AS 'MODULE_PATHNAME', 'dlock_fence_ddl'
-LANGUAGE C VOLATILE PARALLEL UNSAFE;
+LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE SECURITY INVOKER
+SET search_path = pg_catalog, pg_temp
+AS $dlock$
+DECLARE
+	fence CONSTANT pg_catalog.oid := '@extschema@.dlock_fence()'::pg_catalog.regprocedure;
+	cmd record;
+	t record;
+	rel pg_catalog.oid;
+	ours pg_catalog.xid[];
+	fences pg_catalog.bool;
+BEGIN
+	FOR cmd IN
+		SELECT e.command_tag, e.objid
+		  FROM pg_catalog.pg_event_trigger_ddl_commands() AS e
+		 WHERE (e.command_tag OPERATOR(pg_catalog.=) 'CREATE TRIGGER' AND e.object_type OPERATOR(pg_catalog.=) 'trigger')
+			OR (e.command_tag OPERATOR(pg_catalog.=) ANY ('{ALTER TABLE,CREATE TABLE}') AND e.object_type OPERATOR(pg_catalog.=) 'table')
+	LOOP
+		-- Cheap for DDL that touches no dlock_fence trigger: index lookups.
+		IF cmd.command_tag OPERATOR(pg_catalog.=) 'CREATE TRIGGER' THEN
+			SELECT tr.tgrelid INTO rel FROM pg_catalog.pg_trigger AS tr
+			 WHERE tr.oid OPERATOR(pg_catalog.=) cmd.objid AND tr.tgfoid OPERATOR(pg_catalog.=) fence;
+			CONTINUE WHEN rel IS NULL;
+		ELSE
+			rel := cmd.objid;
+			-- (a partition has no inheritance parents of its own)
+			CONTINUE WHEN NOT ((cmd.command_tag OPERATOR(pg_catalog.=) 'ALTER TABLE'
+								AND EXISTS (SELECT FROM pg_catalog.pg_trigger AS tr
+											 WHERE tr.tgrelid OPERATOR(pg_catalog.=) rel AND tr.tgfoid OPERATOR(pg_catalog.=) fence))
+							   OR (EXISTS (SELECT FROM pg_catalog.pg_inherits AS i WHERE i.inhrelid OPERATOR(pg_catalog.=) rel)
+								   AND NOT (SELECT c.relispartition FROM pg_catalog.pg_class AS c WHERE c.oid OPERATOR(pg_catalog.=) rel)));
+			IF ours IS NULL AND cmd.command_tag OPERATOR(pg_catalog.=) 'ALTER TABLE' THEN
+				SELECT COALESCE(pg_catalog.array_agg(l.transactionid), '{}') INTO ours
+				  FROM pg_catalog.pg_locks AS l
+				 WHERE l.locktype OPERATOR(pg_catalog.=) 'transactionid' AND l.granted
+				   AND l.mode OPERATOR(pg_catalog.=) 'ExclusiveLock'
+				   AND l.pid OPERATOR(pg_catalog.=) pg_catalog.pg_backend_pid();
+			END IF;
+		END IF;
+
+		-- The dlock_fence triggers the command made or enabled, by name.
+		fences := false;
+		FOR t IN
+			SELECT tr.tgname, c.relname, tr.tgenabled, tr.tgtype::pg_catalog.int4 AS tgtype,
+				   pg_catalog.cardinality(tr.tgattr::pg_catalog.int2[]) AS nattr, tr.tgqual IS NOT NULL AS qual
+			  FROM pg_catalog.pg_trigger AS tr
+			  JOIN pg_catalog.pg_class AS c ON c.oid OPERATOR(pg_catalog.=) tr.tgrelid
+			 WHERE cmd.command_tag OPERATOR(pg_catalog.<>) 'CREATE TABLE'
+			   AND tr.tgrelid OPERATOR(pg_catalog.=) rel AND tr.tgfoid OPERATOR(pg_catalog.=) fence
+			   AND CASE WHEN cmd.command_tag OPERATOR(pg_catalog.=) 'CREATE TRIGGER'
+						THEN tr.oid OPERATOR(pg_catalog.=) cmd.objid
+						ELSE tr.tgenabled OPERATOR(pg_catalog.<>) 'D' AND tr.xmin OPERATOR(pg_catalog.=) ANY (ours) END
+			 ORDER BY tr.tgname
+		LOOP
+			IF t.tgenabled OPERATOR(pg_catalog.=) 'R' THEN
+				RAISE WARNING 'trigger "%" on relation "%" does not fence it', t.tgname, t.relname
+					USING ERRCODE = '01000',
+						  DETAIL = 'A trigger enabled for replicas only fires only where session_replication_role is replica.',
+						  HINT = pg_catalog.format('Enable trigger "%s" in origin mode with ALTER TABLE ... ENABLE TRIGGER.', t.tgname);
+			END IF;
+			IF t.tgenabled OPERATOR(pg_catalog.=) 'A' THEN
+				RAISE WARNING 'trigger "%" on relation "%" also fires in logical replication apply workers', t.tgname, t.relname
+					USING ERRCODE = '01000',
+						  DETAIL = 'An apply worker declares no tokens: the first replicated write to the table fails with SQLSTATE LK001 and stops the subscription.',
+						  HINT = pg_catalog.format('Enable trigger "%s" in origin mode with ALTER TABLE ... ENABLE TRIGGER.', t.tgname);
+			END IF;
+			-- BEFORE (66 = BEFORE | INSTEAD) and ROW (1), or TRUNCATE (32) alone.
+			IF NOT ((t.tgtype OPERATOR(pg_catalog.&) 66) OPERATOR(pg_catalog.=) 2
+					AND ((t.tgtype OPERATOR(pg_catalog.&) 1) OPERATOR(pg_catalog.=) 1
+						 OR (t.tgtype OPERATOR(pg_catalog.&) 60) OPERATOR(pg_catalog.=) 32)) THEN
+				RAISE WARNING 'trigger "%" on relation "%" does not fence it', t.tgname, t.relname
+					USING ERRCODE = '01000',
+						  DETAIL = 'Function dlock_fence refuses a trigger that is not BEFORE ... FOR EACH ROW, nor BEFORE TRUNCATE ... FOR EACH STATEMENT.',
+						  HINT = 'Re-create the trigger BEFORE INSERT OR UPDATE OR DELETE ... FOR EACH ROW, or BEFORE TRUNCATE ... FOR EACH STATEMENT.';
+			END IF;
+			IF t.nattr OPERATOR(pg_catalog.>) 0 THEN
+				RAISE WARNING 'trigger "%" on relation "%" does not fence it', t.tgname, t.relname
+					USING ERRCODE = '01000',
+						  DETAIL = 'The trigger has a column list: function dlock_fence refuses it when it fires, and an UPDATE that sets none of the listed columns is not fenced.',
+						  HINT = 'Re-create the trigger BEFORE INSERT OR UPDATE OR DELETE, without OF.';
+			END IF;
+			IF t.qual THEN
+				RAISE WARNING 'trigger "%" on relation "%" does not fence it', t.tgname, t.relname
+					USING ERRCODE = '01000',
+						  DETAIL = 'The trigger has a WHEN condition: function dlock_fence refuses it when it fires, and a write for which the condition is not true is not fenced.',
+						  HINT = 'Re-create the trigger without WHEN.';
+			END IF;
+			fences := fences OR (t.tgenabled OPERATOR(pg_catalog.=) ANY ('{O,A}') AND t.nattr OPERATOR(pg_catalog.=) 0
+								 AND NOT t.qual AND (t.tgtype OPERATOR(pg_catalog.&) 67) OPERATOR(pg_catalog.=) 3);
+		END LOOP;
+
+		-- A fencing one: every inheritance descendant without a fencing
+		-- trigger of its own (partitions get clones of their parent's).
+		-- Or the table is a new inheritance child: each parent that a
+		-- fencing trigger fences while the table has none of its own.
+		FOR t IN
+			WITH RECURSIVE fenced AS (
+				SELECT tr.tgrelid AS relid
+				  FROM pg_catalog.pg_trigger AS tr
+				 WHERE tr.tgfoid OPERATOR(pg_catalog.=) fence
+				   AND tr.tgenabled OPERATOR(pg_catalog.=) ANY ('{O,A}')
+				   AND pg_catalog.cardinality(tr.tgattr::pg_catalog.int2[]) OPERATOR(pg_catalog.=) 0
+				   AND tr.tgqual IS NULL
+				   AND (tr.tgtype::pg_catalog.int4 OPERATOR(pg_catalog.&) 67) OPERATOR(pg_catalog.=) 3
+			), descendant AS (
+				SELECT i.inhrelid AS relid, ARRAY[i.inhrelid] AS path
+				  FROM pg_catalog.pg_inherits AS i
+				 WHERE fences AND i.inhparent OPERATOR(pg_catalog.=) rel
+				   AND (SELECT c.relkind FROM pg_catalog.pg_class AS c WHERE c.oid OPERATOR(pg_catalog.=) rel) OPERATOR(pg_catalog.<>) 'p'
+				UNION ALL
+				SELECT i.inhrelid, d.path OPERATOR(pg_catalog.||) i.inhrelid
+				  FROM pg_catalog.pg_inherits AS i
+				  JOIN descendant AS d ON i.inhparent OPERATOR(pg_catalog.=) d.relid
+				 WHERE i.inhrelid OPERATOR(pg_catalog.<>) ALL (d.path)
+			), pair AS (
+				(SELECT DISTINCT ON (d.relid) d.relid AS child, rel AS parent,
+					   pg_catalog.cardinality(d.path) AS depth, d.path::pg_catalog.int8[] AS ord
+				  FROM descendant AS d
+				 WHERE d.relid NOT IN (SELECT fenced.relid FROM fenced)
+				 ORDER BY d.relid, pg_catalog.cardinality(d.path), d.path::pg_catalog.int8[])
+				UNION ALL
+				SELECT rel, i.inhparent, 0, ARRAY[i.inhseqno]::pg_catalog.int8[]
+				  FROM pg_catalog.pg_inherits AS i
+				 WHERE cmd.command_tag OPERATOR(pg_catalog.<>) 'CREATE TRIGGER'
+				   AND i.inhrelid OPERATOR(pg_catalog.=) rel
+				   AND (cmd.command_tag OPERATOR(pg_catalog.=) 'CREATE TABLE' OR i.xmin OPERATOR(pg_catalog.=) ANY (ours))
+				   AND i.inhparent IN (SELECT fenced.relid FROM fenced)
+				   AND rel NOT IN (SELECT fenced.relid FROM fenced)
+				   AND NOT (SELECT c.relispartition FROM pg_catalog.pg_class AS c WHERE c.oid OPERATOR(pg_catalog.=) rel)
+			)
+			SELECT ch.relname AS child, pa.relname AS parent
+			  FROM pair
+			  JOIN pg_catalog.pg_class AS ch ON ch.oid OPERATOR(pg_catalog.=) pair.child
+			  JOIN pg_catalog.pg_class AS pa ON pa.oid OPERATOR(pg_catalog.=) pair.parent
+			 ORDER BY pair.depth, pair.ord
+		LOOP
+			RAISE WARNING 'table "%" inherits from "%", whose dlock_fence trigger does not fence it', t.child, t.parent
+				USING ERRCODE = '01000',
+					  DETAIL = 'Row triggers fire only on the table that holds the row.',
+					  HINT = pg_catalog.format('Create a dlock_fence trigger on table "%s" too.', t.child);
+		END LOOP;
+	END LOOP;
+END
+$dlock$;
 COMMENT ON FUNCTION @extschema@.dlock_fence_ddl() IS
 	'event trigger: a WARNING when CREATE TRIGGER, ALTER TABLE ... ENABLE [REPLICA | ALWAYS] TRIGGER, CREATE TABLE ... INHERITS or ALTER TABLE ... INHERIT leaves a dlock_fence trigger that does not fence its table';
 CREATE EVENT TRIGGER dlock_fence_ddl ON ddl_command_end

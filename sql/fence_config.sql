@@ -5,8 +5,9 @@
 -- condition, ENABLE REPLICA, disabled, an inheritance child without a
 -- trigger of its own) is reported by dlock_fenced_tables with the reason,
 -- refused when it fires (a column list, WHEN), and warned about by the
--- event trigger dlock_fence_ddl; a token column that cannot hold every
--- bigint is refused with a hint, bigint and domains over bigint pass.
+-- event trigger dlock_fence_ddl (also sql/fence_ddl.sql); a token column
+-- that cannot hold every bigint is refused with a hint, bigint and domains
+-- over bigint pass.
 --
 \set SHOW_CONTEXT never
 DROP EXTENSION dlock;

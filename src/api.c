@@ -28,7 +28,6 @@ PG_FUNCTION_INFO_V1(dlock_check);
 PG_FUNCTION_INFO_V1(dlock_assert);
 PG_FUNCTION_INFO_V1(dlock_cleanup);
 PG_FUNCTION_INFO_V1(dlock_fence);
-PG_FUNCTION_INFO_V1(dlock_fence_ddl);
 PG_FUNCTION_INFO_V1(dlock_rebase);
 PG_FUNCTION_INFO_V1(dlock_resolve_holder);
 PG_FUNCTION_INFO_V1(dlock_remaining);

@@ -314,9 +314,6 @@ extern bool FenceCheck(const DlockRelations *rels, text *name, int64 token,
 extern bool FenceRemaining(const DlockRelations *rels, text *name,
 						   int64 token, Interval *remaining);
 
-/* fence_ddl.c */
-extern PGDLLEXPORT Datum dlock_fence_ddl(PG_FUNCTION_ARGS);
-
 /* events.c: NOTIFY dlock at commit, if dlock.events is on */
 typedef enum DlockEvent
 {

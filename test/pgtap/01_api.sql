@@ -10,7 +10,7 @@ CREATE EXTENSION dlock;
 -- pg_get_function_arguments() prints interval defaults in this style.
 SET LOCAL IntervalStyle = 'postgres';
 
-SELECT plan(108);
+SELECT plan(109);
 
 -- ---------------------------------------------------------------------------
 -- The extension
@@ -214,9 +214,12 @@ SELECT isnt_definer('dlock_fence', ARRAY[]::name[], 'dlock_fence is not security
 -- ---------------------------------------------------------------------------
 SELECT function_returns('dlock_fence_ddl', ARRAY[]::name[], 'event_trigger',
                         'dlock_fence_ddl returns event_trigger');
-SELECT function_lang_is('dlock_fence_ddl', ARRAY[]::name[], 'c',
-                        'dlock_fence_ddl is written in C');
+SELECT function_lang_is('dlock_fence_ddl', ARRAY[]::name[], 'plpgsql',
+                        'dlock_fence_ddl is written in PL/pgSQL');
 SELECT isnt_definer('dlock_fence_ddl', ARRAY[]::name[], 'dlock_fence_ddl is not security definer');
+SELECT is((SELECT proconfig FROM pg_catalog.pg_proc WHERE oid = to_regprocedure('dlock_fence_ddl()')),
+          ARRAY['search_path=pg_catalog, pg_temp'],
+          'dlock_fence_ddl pins search_path');
 SELECT ok(COALESCE(pg_catalog.obj_description(to_regprocedure('dlock_fence_ddl()'), 'pg_proc'), '') <> '',
           'function dlock_fence_ddl has a comment');
 SELECT is((SELECT evtevent || ' ' || evtenabled::text || ' ' || pg_catalog.array_to_string(evttags, ',')

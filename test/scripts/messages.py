@@ -19,6 +19,12 @@ as far as a program can:
 - none of the words the guide rules out: unable, illegal, bad, unknown.
 - the message is a string literal (errhint("%s", hint) is not reviewable).
 errmsg_internal and elog are for cannot-happen errors and are not listed.
+The RAISE WARNING and RAISE EXCEPTION of the SQL scripts (dlock--*.sql but
+the full script of the version in progress, which the build makes) are
+listed the same way, as errmsg, errdetail (USING DETAIL) and errhint (USING
+HINT), a PL/pgSQL % written %s and a " written \\" as in C, so that a
+message moved between C and PL/pgSQL keeps its line; the update scripts'
+NOTICEs, shown once to the operator who runs the update, are not listed.
 The plural forms of errmsg_plural and errdetail_plural are listed as
 "singular | plural".
 """
@@ -75,6 +81,46 @@ def messages_of(path):
     return found
 
 
+RAISE = re.compile(r"\bRAISE\s+(WARNING|EXCEPTION)\s+'", re.I)
+SQL_STRING = re.compile(r"'((?:[^']|'')*)'")
+USING = re.compile(r"\b(DETAIL|HINT)\s*=\s*(?:pg_catalog\.)?(?:format\s*\(\s*)?'", re.I)
+
+
+def sql_text(literal, placeholders):
+    text = literal.replace("''", "'")
+    if placeholders:
+        text = re.sub(r"%", "%s", text)
+    return text.replace('"', '\\"')
+
+
+def sql_messages_of(path):
+    src = re.sub(r"--[^\n]*", lambda m: " " * len(m.group(0)), open(path, encoding="utf-8").read())
+    found = []
+    for m in RAISE.finditer(src):
+        line = src.count("\n", 0, m.start()) + 1
+        where = "%s:%d" % (os.path.relpath(path, top), line)
+        msg = SQL_STRING.match(src, m.end() - 1)
+        found.append(("errmsg", sql_text(msg.group(1), True), where))
+        pos = msg.end()
+        # the statement ends at the first semicolon outside a literal
+        end = pos
+        while end < len(src) and src[end] != ";":
+            lit = SQL_STRING.match(src, end)
+            end = lit.end() if lit else end + 1
+        for u in USING.finditer(src, pos, end):
+            lit = SQL_STRING.match(src, u.end() - 1)
+            found.append(("err" + u.group(1).lower(), sql_text(lit.group(1), False), where))
+    return found
+
+
+def sql_scripts():
+    control = open(os.path.join(top, "dlock.control"), encoding="utf-8").read()
+    version = re.search(r"^default_version\s*=\s*'([^']*)'", control, re.M).group(1)
+    generated = "dlock--%s.sql" % version
+    return [os.path.join(top, f) for f in sorted(os.listdir(top))
+            if re.match(r"dlock--.*\.sql$", f) and f != generated]
+
+
 def style_problems(kind, text):
     problems = []
     if text == "<not a string literal>":
@@ -109,6 +155,8 @@ def main():
     for f in sorted(os.listdir(srcdir)):
         if f.endswith(".c"):
             msgs += messages_of(os.path.join(srcdir, f))
+    for f in sql_scripts():
+        msgs += sql_messages_of(f)
     listing = sorted({"%s: %s" % (k, t) for k, t, _ in msgs})
     if "--print" in sys.argv:
         print("\n".join(listing))

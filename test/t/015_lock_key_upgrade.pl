@@ -9,7 +9,8 @@
 # runs from a private copy of the installation's bin directory, whose
 # library directory holds the 1.1 dlock.so first: a session loads it, then
 # the installed 1.2 library replaces the file (a rename, as a package
-# upgrade does), and the session keeps the code it loaded.
+# upgrade does), and the session keeps the code it loaded.  Its DDL goes
+# on working (the event trigger dlock_fence_ddl is PL/pgSQL).
 
 use strict;
 use warnings;
@@ -152,6 +153,23 @@ is($new->query_safe(qq{SELECT dlock_release('payouts', $held)}), 't',
 	'a 1.2 backend releases it');
 is(query_sqlstate($node, 'postgres', qq{SELECT dlock_release('shared', $tok)}), '',
 	'a new session uses the 1.2 library');
+
+# DDL in the 1.1 session works and warns: the event trigger the update
+# created is PL/pgSQL and needs no dlock library (issue 24, item 7).
+$old->{stderr} = '';
+my $ddl = $old->query(
+	q{CREATE TABLE old_ddl (id int, token bigint);
+	  CREATE TRIGGER old_ddl_fence BEFORE INSERT ON old_ddl
+	    FOR EACH ROW WHEN (NEW.id > 0) EXECUTE FUNCTION dlock_fence('x', 'token');
+	  ALTER TABLE old_ddl ENABLE REPLICA TRIGGER old_ddl_fence;
+	  SELECT count(*) FROM pg_trigger WHERE tgname = 'old_ddl_fence' AND tgenabled = 'R';});
+like($ddl // '', qr/^1$/m,
+	'the 1.1 session runs CREATE TABLE, CREATE TRIGGER and ALTER TABLE after the update');
+unlike($old->{stderr}, qr/ERROR/, 'the 1.1 session\'s DDL raises no error');
+like(
+	$old->{stderr},
+	qr/WARNING:  trigger "old_ddl_fence" on relation "old_ddl" does not fence it\n.*WHEN condition.*\n(?s:.*)WARNING:  trigger "old_ddl_fence" on relation "old_ddl" does not fence it\n.*replicas only/,
+	'the 1.1 session gets the event trigger\'s warnings for CREATE TRIGGER and ALTER TABLE');
 
 $old->quit;
 $new->quit;
