@@ -15,7 +15,7 @@
  * lease.c pay one boolean test (the inline DlockEventLease in dlock.h),
  * nothing more.
  *
- * That lock adds no deadlock to the protocol in dlock.h: it is taken at
+ * That lock adds no deadlock to the protocol in src/README: it is taken at
  * commit, after every lock of the transaction, and its holder waits for
  * nothing but its own WAL flush (and a synchronous standby) before it lets
  * go, so a commit that waits for it holds dlock's locks a little longer,

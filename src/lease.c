@@ -17,7 +17,7 @@
  * back.  Row-level security policies do not apply to dlock's own reads and
  * writes (as they do not to a table owner's), only to queries of the table.
  *
- * The caller of a write holds DLOCK_LOCK_STATE on the name (see dlock.h), so
+ * The caller of a write holds DLOCK_LOCK_STATE on the name (see src/README, "Locks"), so
  * nobody else changes the row meanwhile, and has fetched it with
  * LeaseFetchForUpdate, whose table lock keeps the row's TID valid until the
  * transaction ends.

@@ -46,7 +46,7 @@
  * later update that changes it must also change the table's definition (a
  * relcache invalidation, which makes every backend read the row again).
  *
- * Locktags (dlock.h lists the fields): the name's key and queue key carry
+ * Locktags (src/README, "Locks", lists the fields): the name's key and queue key carry
  * 64 bits of the name's hash; the epoch and quota keys carry no name.
  *
  * Copyright (c) 2026, the dlock developers
@@ -385,7 +385,7 @@ NameHash(text *name)
 /*
  * The key of a lock name: 64 bits of its hash in fields 2 and 3, the
  * database in field 1, and DLOCK_LOCKTAG_NAME in field 4, a value no SQL
- * function reaches (see dlock.h).
+ * function reaches (see src/README, "Locks").
  */
 void
 NameLockTag(text *name, LOCKTAG *tag)
