@@ -4,7 +4,7 @@
  *		Fencing tokens: one durable counter per database, and the jumps that
  *		keep its tokens rising whatever an operator does to the database.
  *
- * The guarantee (design.md, Tokens): every new acquisition returns a token
+ * The guarantee (docs/tokens.md states it for users): every new acquisition returns a token
  * greater than every token the database handed out before, for any name,
  * and greater than the last token recorded in its name's row.
  *
