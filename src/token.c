@@ -4,9 +4,10 @@
  *		Fencing tokens: one durable counter per database, and the jumps that
  *		keep its tokens rising whatever an operator does to the database.
  *
- * The guarantee (docs/tokens.md states it for users): every new acquisition returns a token
- * greater than every token the database handed out before, for any name,
- * and greater than the last token recorded in its name's row.
+ * The guarantee (docs/tokens.md states it for users): every new acquisition
+ * returns a token greater than every token the database handed out before,
+ * for any name, and greater than the last token recorded in its name's row;
+ * no two acquisitions share a token.
  *
  * Objects
  * -------
