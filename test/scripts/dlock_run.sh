@@ -38,24 +38,7 @@ trap cleanup EXIT
 # ---------------------------------------------------------------------------
 # TAP helpers
 # ---------------------------------------------------------------------------
-n=0
-failed=0
-
-ok() {
-	n=$((n + 1))
-	echo "ok $n - $1"
-}
-
-not_ok() {
-	n=$((n + 1))
-	failed=$((failed + 1))
-	echo "not ok $n - $1"
-	shift
-	local line
-	for line in "$@"; do
-		printf '#   %s\n' "$line"
-	done
-}
+. "$(cd "$(dirname "$0")/../lib" && pwd)/tap.sh"
 
 # check DESC COMMAND...: ok if COMMAND succeeds.
 check() {
@@ -905,5 +888,4 @@ check "dlock outside search_path: the hint names --schema" test $? -eq 0
 "$RUN" -d "dbname=$DB2" --schema 'lock s' --name sch --ttl 5s -- sh -c 'test -n "$DLOCK_TOKEN"'
 is "$?" 0 "--schema 'lock s' (and a connection string in -d) finds it"
 
-echo "1..$n"
-[ "$failed" -eq 0 ]
+tap_done

@@ -34,22 +34,7 @@ cleanup() {
 }
 trap cleanup EXIT
 
-n=0
-failed=0
-ok() {
-	n=$((n + 1))
-	echo "ok $n - $1"
-}
-not_ok() {
-	n=$((n + 1))
-	failed=$((failed + 1))
-	echo "not ok $n - $1"
-	shift
-	local line
-	for line in "$@"; do
-		printf '#   %s\n' "$line"
-	done
-}
+. "$(cd "$(dirname "$0")/../lib" && pwd)/tap.sh"
 is() {
 	if [ "$1" = "$2" ]; then ok "$3"; else not_ok "$3" "got:  '$1'" "want: '$2'"; fi
 }
@@ -166,5 +151,4 @@ is "$(q -c "SELECT count(*) FROM job_result WHERE job = 'fenced' AND token = ${f
 	"the new holder's steps are all there"
 is "$([ "${fast_token:-0}" -gt "${slow_token:-0}" ] && echo yes)" yes "the new holder's token is the higher one"
 
-echo "1..$n"
-[ "$failed" -eq 0 ]
+tap_done

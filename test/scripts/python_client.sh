@@ -23,17 +23,7 @@ PY=/usr/bin/python3
 DB=dlock_python_$$
 work=$(mktemp -d "${TMPDIR:-/tmp}/dlock-python.XXXXXX") || exit 1
 
-n=0
-failed=0
-ok() {
-	n=$((n + 1))
-	echo "ok $n - $1"
-}
-not_ok() {
-	n=$((n + 1))
-	failed=$((failed + 1))
-	echo "not ok $n - $1"
-}
+. "$(cd "$(dirname "$0")/../lib" && pwd)/tap.sh"
 # check NAME LOG CMD...: one TAP line for a command; its output on failure.
 check() {
 	local name=$1 log=$2 t0=$SECONDS
@@ -177,5 +167,4 @@ else
 	not_ok "the server is up after the restart test"
 fi
 
-echo "1..$n"
-[ "$failed" -eq 0 ]
+tap_done
