@@ -275,3 +275,13 @@ def test_fence_declares_the_token(dsn: str, admin: Conn, name: str) -> None:
                                      (lease.token,))
         # Leaving the block: the lease was lost, LeaseLost.
     assert admin.execute("SELECT k, v FROM fenced_py ORDER BY k").fetchall() == [("a", "first")]
+
+
+def test_a_missing_extension_says_what_to_do(dsn: str, name: str) -> None:
+    # dlock's schema off the search_path looks, from here, exactly like a
+    # database without dlock: "function dlock_acquire(...) does not exist".
+    with psycopg.connect(dsn, autocommit=True, options="-c search_path=pg_catalog") as conn:
+        with pytest.raises(dlock.Error, match="CREATE EXTENSION dlock") as err:
+            with dlock.lease(conn, name, ttl=5):
+                pass
+    assert isinstance(err.value.__cause__, psycopg.errors.UndefinedFunction)

@@ -283,11 +283,16 @@ class LeaseBase:
 
 def acquire(lease: LeaseBase, wait: float) -> Step[None]:
     """Take the lease (committed when this returns); Busy if it stays held."""
-    results = yield Execute((
-        (ACQUIRE_SQL, (lease.name, timedelta(seconds=lease._ttl), timedelta(seconds=wait),
-                       lease.owner_id)),
-        (EXPIRY_SQL, (lease.name,)),
-    ))
+    try:
+        results = yield Execute((
+            (ACQUIRE_SQL, (lease.name, timedelta(seconds=lease._ttl), timedelta(seconds=wait),
+                           lease.owner_id)),
+            (EXPIRY_SQL, (lease.name,)),
+        ))
+    except psycopg.errors.UndefinedFunction as e:
+        if _NOT_INSTALLED_HINT not in _describe(e):
+            raise
+        raise Error(_describe(e)) from e
     (row, _), (expiry, sent) = results
     token = None if row is None else row[0]
     if token is None:
@@ -315,9 +320,20 @@ def _renewed(lease: LeaseBase, row: Row) -> bool:
     return value is True
 
 
+# What a missing extension looks like from here: "function dlock_acquire(...)
+# does not exist" (SQLSTATE 42883), in a database without dlock or with its
+# schema off the search_path.
+_NOT_INSTALLED_HINT = ("dlock is not installed in this database, or its schema is not on "
+                       "search_path: a superuser runs CREATE EXTENSION dlock, and ordinary "
+                       "roles need USAGE on its schema (README, Install)")
+
+
 def _describe(e: BaseException) -> str:
     text = str(e).strip().splitlines()
-    return f"{type(e).__name__}: {text[0] if text else ''}".rstrip(": ")
+    out = f"{type(e).__name__}: {text[0] if text else ''}".rstrip(": ")
+    if isinstance(e, psycopg.errors.UndefinedFunction) and "dlock_" in out:
+        out += f" ({_NOT_INSTALLED_HINT})"
+    return out
 
 
 def _stopped(lease: LeaseBase) -> None:
