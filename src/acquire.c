@@ -238,6 +238,8 @@ AcquireWaiting(FunctionCallInfo fcinfo, text *name, const LOCKTAG *tag,
 	MemoryContextSwitchTo(callcxt);
 	MemoryContextDelete(turncxt);
 	WaitQueueLeave(&queue_tag);
+	if (token != 0)
+		WaitCheckClientAtCommit();	/* did the client go meanwhile? */
 	return token;
 }
 

@@ -109,4 +109,18 @@
 #define DlockVxidGetProc(vxid) BackendIdGetProc((vxid).backendId)
 #endif
 
+/*
+ * The wait event that ends a latch sleep when the client closes its
+ * connection: WL_SOCKET_CLOSED from PostgreSQL 15 on, where the platform
+ * can report it.  Before 15 (or without it) a sleeper sees a gone client
+ * only when it next wakes up and calls pq_check_connection().
+ */
+#if PG_VERSION_NUM >= 150000
+#include "storage/latch.h"
+#define DlockClientClosedEvent() \
+	(WaitEventSetCanReportClosed() ? WL_SOCKET_CLOSED : 0)
+#else
+#define DlockClientClosedEvent() 0
+#endif
+
 #endif							/* DLOCK_COMPAT_H */

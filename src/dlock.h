@@ -272,6 +272,8 @@ extern void WaitQueueLeave(const LOCKTAG *queue_tag);
 extern bool WaitForNameLock(const LOCKTAG *tag, LOCKMODE mode,
 							const DlockWait *w);
 extern void WaitForLeaseChange(const DlockWait *w, TimestampTz until);
+extern void WaitCheckClient(void);
+extern void WaitCheckClientAtCommit(void);
 extern void WaitWakeQueueAtCommit(const LOCKTAG *tag);
 
 /* fence.c */

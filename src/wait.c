@@ -41,10 +41,13 @@
 
 #include "access/xact.h"
 #include "common/hashfn.h"
+#include "libpq/libpq.h"
+#include "libpq/libpq-be.h"
 #include "miscadmin.h"
 #include "storage/latch.h"
 #include "storage/lock.h"
 #include "storage/proc.h"
+#include "tcop/tcopprot.h"
 #include "utils/guc.h"
 #include "utils/memutils.h"
 #include "utils/resowner.h"
@@ -55,6 +58,9 @@
 
 /* Queue locks to wake the head of when this transaction commits. */
 static List *wake_at_commit = NIL;
+
+/* Did this transaction take a lease after waiting?  Then check the client. */
+static bool check_client_at_commit = false;
 
 /* The 64-bit hash of a lock name: its lock key, and its row cache slot. */
 uint64
@@ -162,6 +168,47 @@ MillisecondsUntil(TimestampTz now, TimestampTz until)
 	return (int) ms;
 }
 
+/* The client's socket, if this backend has a client to send results to. */
+static pgsocket
+DlockClientSocket(void)
+{
+	if (MyProcPort == NULL || whereToSendOutput != DestRemote)
+		return PGINVALID_SOCKET;
+	return MyProcPort->sock;
+}
+
+/*
+ * End this backend if its client has closed the connection, as PostgreSQL
+ * does for client_connection_check_interval (ProcessInterrupts): FATAL
+ * "connection to client lost" (08006), so the transaction rolls back and a
+ * waiter whose client has gone never takes a lease for nobody.
+ * pq_check_connection() asks the kernel without reading from the socket;
+ * it may reset the latch, so it is called only after a sleep, never
+ * between a look at the lease and the sleep that follows it.  A backend
+ * without a client (a background worker) is never ended here.
+ */
+void
+WaitCheckClient(void)
+{
+	if (DlockClientSocket() == PGINVALID_SOCKET || pq_check_connection())
+		return;
+	ClientConnectionLost = true;
+	InterruptPending = true;
+	CHECK_FOR_INTERRUPTS();
+	/* Interrupts are held off: end it here, in the same words. */
+	whereToSendOutput = DestNone;
+	ereport(FATAL,
+			(errcode(ERRCODE_CONNECTION_FAILURE),
+			 errmsg("connection to client lost")));
+}
+
+/* Check the client once more just before this transaction commits. */
+void
+WaitCheckClientAtCommit(void)
+{
+	check_client_at_commit = true;
+}
+
 /*
  * A lock taken in an internal subtransaction belongs, once that commits, to
  * the resource owner of the enclosing (sub)transaction, not to the caller's
@@ -244,6 +291,7 @@ WaitForNameLock(const LOCKTAG *tag, LOCKMODE mode, const DlockWait *w)
 		MemoryContextSwitchTo(oldcxt);
 		CurrentResourceOwner = oldowner;
 		HandLockToCaller(tag, mode);
+		WaitCheckClient();
 	}
 	PG_CATCH();
 	{
@@ -307,10 +355,14 @@ WaitForLeaseChange(const DlockWait *w, TimestampTz until)
 		until = caller_end;
 	}
 	if (now < until)
-		(void) WaitLatch(MyLatch,
-						 WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
-						 MillisecondsUntil(now, until), PG_WAIT_EXTENSION);
+		(void) WaitLatchOrSocket(MyLatch,
+								 WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH |
+								 (DlockClientSocket() == PGINVALID_SOCKET ? 0 :
+								  DlockClientClosedEvent()),
+								 DlockClientSocket(), MillisecondsUntil(now, until),
+								 PG_WAIT_EXTENSION);
 	CHECK_FOR_INTERRUPTS();
+	WaitCheckClient();
 	if (caller_end != 0 && caller_end < w->deadline &&
 		GetCurrentTimestamp() >= caller_end)
 		RaiseLockTimeout();
@@ -365,6 +417,13 @@ WaitXactCallback(XactEvent event, void *arg)
 
 	switch (event)
 	{
+		case XACT_EVENT_PRE_COMMIT:
+			if (check_client_at_commit)
+			{
+				check_client_at_commit = false;
+				WaitCheckClient();
+			}
+			break;
 		case XACT_EVENT_COMMIT:
 			foreach(lc, wake_at_commit)
 				WakeQueueHead((LOCKTAG *) lfirst(lc));
@@ -375,6 +434,7 @@ WaitXactCallback(XactEvent event, void *arg)
 		case XACT_EVENT_PARALLEL_COMMIT:
 		case XACT_EVENT_PARALLEL_ABORT:
 			wake_at_commit = NIL;	/* its memory goes with the transaction */
+			check_client_at_commit = false;
 			break;
 		default:
 			break;
