@@ -29,7 +29,9 @@ typedef enum AcquireResult
 {
 	ACQUIRE_DONE,				/* renewed or handed over: a token */
 	ACQUIRE_HELD,				/* somebody holds the lease */
-	ACQUIRE_CHECKED				/* free, but a check protects the old holder */
+	ACQUIRE_CHECKED,			/* free, but a check protects the old holder */
+	ACQUIRE_TIMEOUT				/* the deadline came while waiting for another
+								 * transaction */
 } AcquireResult;
 
 /* Would an acquire by owner renew this (held) lease rather than wait? */
@@ -45,18 +47,23 @@ IsOwnerRenewal(const DlockLease *lease, const char *owner)
  * Refuse a new lease to a role that holds dlock.max_leases_per_role.  The
  * role's quota lock, kept until the transaction ends, makes concurrent
  * acquires by one role count one after the other, each seeing the leases
- * the others committed.
+ * the others committed.  It is waited for no longer than the deadline of
+ * w: false when the deadline came first (with wait = 0: whenever another
+ * open acquire of the role holds it).
  */
-static void
-CheckLeaseQuota(const DlockRelations *rels, TimestampTz now)
+static bool
+CheckLeaseQuota(const DlockRelations *rels, TimestampTz now,
+				const DlockWait *w)
 {
 	LOCKTAG		tag;
 
 	if (dlock_max_leases_per_role <= 0)
-		return;
+		return true;
 	SET_LOCKTAG_ADVISORY(tag, MyDatabaseId, GetUserId(), 0,
 						 DLOCK_LOCKTAG_QUOTA);
-	(void) LockAcquire(&tag, ExclusiveLock, false, false);
+	if (!NameLockTry(&tag, ExclusiveLock) &&
+		!WaitForNameLock(&tag, ExclusiveLock, w))
+		return false;
 	if (LeaseCountHeldByRole(rels, GetUserId(), now,
 							 dlock_max_leases_per_role) >=
 		dlock_max_leases_per_role)
@@ -67,6 +74,7 @@ CheckLeaseQuota(const DlockRelations *rels, TimestampTz now)
 				 errdetail("The limit is %d leases per role.",
 						   dlock_max_leases_per_role),
 				 errhint("Release leases, or raise \"dlock.max_leases_per_role\".")));
+	return true;
 }
 
 /*
@@ -78,10 +86,15 @@ CheckLeaseQuota(const DlockRelations *rels, TimestampTz now)
 static AcquireResult
 AcquireUnderStateLock(FunctionCallInfo fcinfo, const DlockRelations *rels,
 					  text *name, const LOCKTAG *tag, const char *owner,
-					  DlockLease *lease, TimestampTz *now, int64 *token)
+					  const DlockWait *w, DlockLease *lease, TimestampTz *now,
+					  int64 *token)
 {
 	*now = GetCurrentTimestamp();
-	LeaseFetchForUpdate(rels, name, lease);
+	if (!LeaseFetchForUpdateWithin(rels, name, lease, w))
+	{
+		NameLockGiveBack(tag, DLOCK_LOCK_STATE);
+		return ACQUIRE_TIMEOUT;
+	}
 	if (LeaseIsHeld(lease, *now) && IsOwnerRenewal(lease, owner))
 	{
 		LeaseSetExpiry(rels, name, lease, DlockExpiryArg(fcinfo, 1, *now));
@@ -94,7 +107,12 @@ AcquireUnderStateLock(FunctionCallInfo fcinfo, const DlockRelations *rels,
 		TimestampTz expires_at = DlockExpiryArg(fcinfo, 1, *now);
 
 		/* Every check comes before the token is drawn. */
-		CheckLeaseQuota(rels, *now);
+		if (!CheckLeaseQuota(rels, *now, w))
+		{
+			NameLockGiveBack(tag, DLOCK_LOCK_HANDOVER);
+			NameLockGiveBack(tag, DLOCK_LOCK_STATE);
+			return ACQUIRE_TIMEOUT;
+		}
 		*token = TokenDraw(rels, lease->found ? lease->token : 0);
 		LeaseWriteNew(rels, name, lease, *token, owner, *now, expires_at);
 		return ACQUIRE_DONE;
@@ -112,7 +130,7 @@ AcquireUnderStateLock(FunctionCallInfo fcinfo, const DlockRelations *rels,
 static AcquireResult
 AcquireAsHead(FunctionCallInfo fcinfo, const DlockRelations *rels,
 			  text *name, const LOCKTAG *tag, const char *owner,
-			  DlockLease *lease, int64 *token)
+			  const DlockWait *w, DlockLease *lease, int64 *token)
 {
 	TimestampTz now = GetCurrentTimestamp();
 
@@ -132,8 +150,8 @@ AcquireAsHead(FunctionCallInfo fcinfo, const DlockRelations *rels,
 		/* AcquireUnderStateLock takes it again. */
 		NameLockGiveBack(tag, DLOCK_LOCK_HANDOVER);
 	}
-	return AcquireUnderStateLock(fcinfo, rels, name, tag, owner, lease, &now,
-								 token);
+	return AcquireUnderStateLock(fcinfo, rels, name, tag, owner, w, lease,
+								 &now, token);
 }
 
 /*
@@ -186,7 +204,8 @@ HeadTakesTurn(FunctionCallInfo fcinfo, text *name, const LOCKTAG *tag,
 	 */
 	if (NameLockTry(tag, DLOCK_LOCK_STATE) ||
 		WaitForNameLock(tag, DLOCK_LOCK_STATE, w))
-		result = AcquireAsHead(fcinfo, rels, name, tag, owner, &lease, token);
+		result = AcquireAsHead(fcinfo, rels, name, tag, owner, w, &lease,
+							   token);
 	else
 	{
 		*done = true;			/* the deadline came first */
@@ -194,7 +213,9 @@ HeadTakesTurn(FunctionCallInfo fcinfo, text *name, const LOCKTAG *tag,
 	}
 	if (result == ACQUIRE_DONE)
 		return true;
-	if (result == ACQUIRE_CHECKED)
+	if (result == ACQUIRE_TIMEOUT)
+		*done = true;
+	else if (result == ACQUIRE_CHECKED)
 	{
 		/* Wait for the checking transaction to end, then look again. */
 		if (WaitForNameLock(tag, DLOCK_LOCK_HANDOVER, w))
@@ -271,8 +292,8 @@ LeaseAcquire(FunctionCallInfo fcinfo, text *name, int64 wait_usecs,
 		{
 			NameLockTag(name, &tag);
 			if (NameLockTry(&tag, DLOCK_LOCK_STATE) &&
-				AcquireUnderStateLock(fcinfo, rels, name, &tag, owner, &lease,
-									  &w.start, &token) == ACQUIRE_DONE)
+				AcquireUnderStateLock(fcinfo, rels, name, &tag, owner, &w,
+									  &lease, &w.start, &token) == ACQUIRE_DONE)
 				return token;
 		}
 		if (wait_usecs == 0 || WaitingForSelf(&lease, w.start, w.deadline))
@@ -285,8 +306,8 @@ LeaseAcquire(FunctionCallInfo fcinfo, text *name, int64 wait_usecs,
 		NameQueueTag(&tag, &queue_tag);
 		if (NameHasWaiters(&queue_tag) ||
 			!NameLockTry(&tag, DLOCK_LOCK_STATE) ||
-			AcquireUnderStateLock(fcinfo, rels, name, &tag, owner, &lease,
-								  &w.start, &token) != ACQUIRE_DONE)
+			AcquireUnderStateLock(fcinfo, rels, name, &tag, owner, &w,
+								  &lease, &w.start, &token) != ACQUIRE_DONE)
 			return 0;
 		return token;
 	}

@@ -315,6 +315,23 @@ WaitForNameLock(const LOCKTAG *tag, LOCKMODE mode, const DlockWait *w)
 }
 
 /*
+ * Wait for the transaction xid to end (as XactLockTableWait), no longer
+ * than the deadline of w: true once it ended, false when the deadline came
+ * first.  With the deadline already past, only a look: never a wait.
+ */
+bool
+WaitForXact(TransactionId xid, const DlockWait *w)
+{
+	LOCKTAG		tag;
+
+	SET_LOCKTAG_TRANSACTION(tag, xid);
+	if (!NameLockTry(&tag, ShareLock) && !WaitForNameLock(&tag, ShareLock, w))
+		return false;
+	NameLockGiveBack(&tag, ShareLock);
+	return true;
+}
+
+/*
  * Join the name's queue: take its queue lock, first come first served.
  * True when this backend is the head, false when the deadline came first.
  * Without anybody queued it costs one lock, no subtransaction.
