@@ -40,6 +40,7 @@
 #include "postgres.h"
 
 #include "access/xact.h"
+#include "commands/async.h"
 #include "common/hashfn.h"
 #include "libpq/libpq.h"
 #include "libpq/libpq-be.h"
@@ -352,6 +353,37 @@ WaitQueueLeave(const LOCKTAG *queue_tag)
 }
 
 /*
+ * The shortest time between two looks at the lease while notifications for
+ * this session's LISTEN arrive: async.c sets the latch for each one, and
+ * notifyInterruptPending stays set until the session is idle again.
+ */
+#define DLOCK_NOTIFY_LOOK_INTERVAL_MS	20
+
+/*
+ * A wake-up while notifications are pending may be one of them rather than
+ * a release: sleep on, deaf to the latch, until DLOCK_NOTIFY_LOOK_INTERVAL_MS
+ * after slept_at (or until until), so that a flood of notifications costs a
+ * look per interval, not one per notification.  A release meanwhile is seen
+ * by the next look; query cancel and statement_timeout are seen at the end
+ * of the interval at the latest.
+ */
+static void
+WaitOutNotifications(TimestampTz slept_at, TimestampTz until)
+{
+	TimestampTz end;
+	TimestampTz now;
+
+	end = Min(until, TimestampTzPlusMilliseconds(slept_at,
+												 DLOCK_NOTIFY_LOOK_INTERVAL_MS));
+	while (notifyInterruptPending && (now = GetCurrentTimestamp()) < end)
+	{
+		(void) WaitLatch(MyLatch, WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
+						 MillisecondsUntil(now, end), PG_WAIT_EXTENSION);
+		CHECK_FOR_INTERRUPTS();
+	}
+}
+
+/*
  * Sleep on the latch, as the head of the queue, until until (the lease's
  * expiry or the deadline), a committed release (WaitWakeQueueAtCommit) or an
  * interrupt.  The caller reset the latch before it last read the lease, so
@@ -380,6 +412,8 @@ WaitForLeaseChange(const DlockWait *w, TimestampTz until)
 								 PG_WAIT_EXTENSION);
 	CHECK_FOR_INTERRUPTS();
 	WaitCheckClient();
+	if (notifyInterruptPending)
+		WaitOutNotifications(now, until);
 	if (caller_end != 0 && caller_end < w->deadline &&
 		GetCurrentTimestamp() >= caller_end)
 		RaiseLockTimeout();
