@@ -186,10 +186,16 @@ HeadTakesTurn(FunctionCallInfo fcinfo, text *name, const LOCKTAG *tag,
 	now = GetCurrentTimestamp();
 	/* Looked up again: DROP EXTENSION may have come meanwhile. */
 	rels = DlockGetRelations(fcinfo);
+	if (!WaitForRelationLock(rels->lease_table, w))
+	{
+		*done = true;			/* the deadline came first */
+		return false;
+	}
 	LeaseFetch(rels, name, &lease);
 
 	if (LeaseIsHeld(&lease, now) && !IsOwnerRenewal(&lease, owner))
 	{
+		RelationLockGiveBack(rels->lease_table);
 		if (now >= w->deadline || WaitingForSelf(&lease, now, w->deadline))
 			*done = true;
 		else
@@ -202,15 +208,24 @@ HeadTakesTurn(FunctionCallInfo fcinfo, text *name, const LOCKTAG *tag,
 	 * transaction holds it, wait for that transaction in the lock manager,
 	 * where the deadlock detector sees the wait.
 	 */
-	if (NameLockTry(tag, DLOCK_LOCK_STATE) ||
-		WaitForNameLock(tag, DLOCK_LOCK_STATE, w))
-		result = AcquireAsHead(fcinfo, rels, name, tag, owner, w, &lease,
-							   token);
-	else
+	if (!NameLockTry(tag, DLOCK_LOCK_STATE))
 	{
-		*done = true;			/* the deadline came first */
-		return false;
+		/* Waiting, it holds no lock on the lease table. */
+		RelationLockGiveBack(rels->lease_table);
+		if (!WaitForNameLock(tag, DLOCK_LOCK_STATE, w))
+		{
+			*done = true;		/* the deadline came first */
+			return false;
+		}
+		if (!WaitForRelationLock(rels->lease_table, w))
+		{
+			NameLockGiveBack(tag, DLOCK_LOCK_STATE);
+			*done = true;
+			return false;
+		}
 	}
+	result = AcquireAsHead(fcinfo, rels, name, tag, owner, w, &lease, token);
+	RelationLockGiveBack(rels->lease_table);
 	if (result == ACQUIRE_DONE)
 		return true;
 	if (result == ACQUIRE_TIMEOUT)
@@ -265,11 +280,54 @@ AcquireWaiting(FunctionCallInfo fcinfo, text *name, const LOCKTAG *tag,
 }
 
 /*
+ * The first look of an acquire, under the lease table lock its caller took:
+ * true when it decided (*token, 0 for busy), false when the caller must
+ * wait in the queue.
+ */
+static bool
+AcquireAtOnce(FunctionCallInfo fcinfo, const DlockRelations *rels,
+			  text *name, int64 wait_usecs, const char *owner, DlockWait *w,
+			  int64 *token)
+{
+	LOCKTAG		tag;
+	LOCKTAG		queue_tag;
+	DlockLease	lease;
+
+	LeaseFetch(rels, name, &lease);
+	if (LeaseIsHeld(&lease, w->start))
+	{
+		if (IsOwnerRenewal(&lease, owner))
+		{
+			NameLockTag(name, &tag);
+			if (NameLockTry(&tag, DLOCK_LOCK_STATE) &&
+				AcquireUnderStateLock(fcinfo, rels, name, &tag, owner, w,
+									  &lease, &w->start, token) == ACQUIRE_DONE)
+				return true;
+		}
+		return wait_usecs == 0 || WaitingForSelf(&lease, w->start, w->deadline);
+	}
+	if (wait_usecs != 0)
+		return false;
+	/* A free lease goes to those who already wait for it. */
+	NameLockTag(name, &tag);
+	NameQueueTag(&tag, &queue_tag);
+	if (NameHasWaiters(&queue_tag) ||
+		!NameLockTry(&tag, DLOCK_LOCK_STATE) ||
+		AcquireUnderStateLock(fcinfo, rels, name, &tag, owner, w,
+							  &lease, &w->start, token) != ACQUIRE_DONE)
+		*token = 0;
+	return true;
+}
+
+/*
  * Acquire the lease called name for ttl (argument 1 of fcinfo), waiting up
  * to wait_usecs: a new token if it was free, the same token if owner renews
  * its own lease, 0 if still busy.  The busy path (held, wait = 0) is one
  * read of the lease row (by its remembered address, see lease.c): no dlock
- * lock, no memory context, no transaction ID.
+ * lock, no memory context, no transaction ID.  The lease table's lock is
+ * waited for no longer than the deadline too (with wait = 0: not at all),
+ * so an operator's VACUUM FULL queued behind another transaction does not
+ * hold the acquire beyond it.
  */
 int64
 LeaseAcquire(FunctionCallInfo fcinfo, text *name, int64 wait_usecs,
@@ -278,39 +336,17 @@ LeaseAcquire(FunctionCallInfo fcinfo, text *name, int64 wait_usecs,
 	const DlockRelations *rels = DlockGetRelations(fcinfo);
 	DlockWait	w;
 	LOCKTAG		tag;
-	LOCKTAG		queue_tag;
-	DlockLease	lease;
 	int64		token = 0;
+	bool		decided;
 
 	w.start = GetCurrentTimestamp();
 	w.deadline = w.start + wait_usecs;
-	LeaseFetch(rels, name, &lease);
-
-	if (LeaseIsHeld(&lease, w.start))
-	{
-		if (IsOwnerRenewal(&lease, owner))
-		{
-			NameLockTag(name, &tag);
-			if (NameLockTry(&tag, DLOCK_LOCK_STATE) &&
-				AcquireUnderStateLock(fcinfo, rels, name, &tag, owner, &w,
-									  &lease, &w.start, &token) == ACQUIRE_DONE)
-				return token;
-		}
-		if (wait_usecs == 0 || WaitingForSelf(&lease, w.start, w.deadline))
-			return 0;
-	}
-	else if (wait_usecs == 0)
-	{
-		/* A free lease goes to those who already wait for it. */
-		NameLockTag(name, &tag);
-		NameQueueTag(&tag, &queue_tag);
-		if (NameHasWaiters(&queue_tag) ||
-			!NameLockTry(&tag, DLOCK_LOCK_STATE) ||
-			AcquireUnderStateLock(fcinfo, rels, name, &tag, owner, &w,
-								  &lease, &w.start, &token) != ACQUIRE_DONE)
-			return 0;
+	if (!WaitForRelationLock(rels->lease_table, &w))
+		return 0;
+	decided = AcquireAtOnce(fcinfo, rels, name, wait_usecs, owner, &w, &token);
+	RelationLockGiveBack(rels->lease_table);
+	if (decided)
 		return token;
-	}
 	NameLockTag(name, &tag);
 	return AcquireWaiting(fcinfo, name, &tag, owner, &w);
 }

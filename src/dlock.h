@@ -277,6 +277,8 @@ extern bool WaitForNameLock(const LOCKTAG *tag, LOCKMODE mode,
 							const DlockWait *w);
 extern void WaitForLeaseChange(const DlockWait *w, TimestampTz until);
 extern bool WaitForXact(TransactionId xid, const DlockWait *w);
+extern bool WaitForRelationLock(Oid relid, const DlockWait *w);
+extern void RelationLockGiveBack(Oid relid);
 extern void WaitCheckClient(void);
 extern void WaitCheckClientAtCommit(void);
 extern void WaitWakeQueueAtCommit(const LOCKTAG *tag);

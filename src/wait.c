@@ -333,6 +333,34 @@ WaitForXact(TransactionId xid, const DlockWait *w)
 }
 
 /*
+ * Take AccessShareLock on a relation of dlock's (the lease table) for the
+ * length of one look, waiting no longer than the deadline of w: false when
+ * the deadline came first (with it past, when the lock is not free at
+ * once).  Held, it lets the look's own opens of the table, in any mode,
+ * pass a VACUUM FULL or ALTER that queued meanwhile (the lock manager
+ * grants a request of a holder ahead of the waiters that wait for it).
+ */
+bool
+WaitForRelationLock(Oid relid, const DlockWait *w)
+{
+	LOCKTAG		tag;
+
+	SET_LOCKTAG_RELATION(tag, MyDatabaseId, relid);
+	return NameLockTry(&tag, AccessShareLock) ||
+		WaitForNameLock(&tag, AccessShareLock, w);
+}
+
+/* Give back one WaitForRelationLock. */
+void
+RelationLockGiveBack(Oid relid)
+{
+	LOCKTAG		tag;
+
+	SET_LOCKTAG_RELATION(tag, MyDatabaseId, relid);
+	NameLockGiveBack(&tag, AccessShareLock);
+}
+
+/*
  * Join the name's queue: take its queue lock, first come first served.
  * True when this backend is the head, false when the deadline came first.
  * Without anybody queued it costs one lock, no subtransaction.
