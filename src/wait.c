@@ -31,7 +31,19 @@
  * deadline was the binding one.  Every other error (the caller's own
  * lock_timeout, statement_timeout, query cancel, a deadlock) goes on
  * unchanged.  The caller's lock_timeout counts from the start of the whole
- * wait, as if the acquire waited for one lock.
+ * wait, as if the acquire waited for one lock.  The same bound applies to
+ * every other wait of an acquire for another transaction: for a
+ * transaction that deleted the lease row (WaitForXact), for the role's
+ * quota lock, and for the lease table's lock (WaitForRelationLock); with
+ * wait = 0 each is only tried, never waited for.
+ *
+ * A waiter whose client has gone takes no lease: it asks the kernel about
+ * its client's connection after every sleep and lock-manager wait and just
+ * before the acquiring transaction commits (WaitCheckClient), and from 15
+ * on its latch sleep also ends when the client closes the connection.
+ * Notifications for a session that LISTENs set its latch one by one; while
+ * they are pending the head looks at the lease at most every
+ * DLOCK_NOTIFY_LOOK_INTERVAL_MS (WaitOutNotifications).
  *
  * Copyright (c) 2026, the dlock developers
  *
@@ -424,6 +436,7 @@ WaitForLeaseChange(const DlockWait *w, TimestampTz until)
 {
 	TimestampTz now = GetCurrentTimestamp();
 	TimestampTz caller_end = CallerLockTimeoutEnd(w);
+	int			events = WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH;
 
 	if (caller_end != 0 && caller_end < until)
 	{
@@ -431,12 +444,11 @@ WaitForLeaseChange(const DlockWait *w, TimestampTz until)
 			RaiseLockTimeout();
 		until = caller_end;
 	}
+	if (DlockClientSocket() != PGINVALID_SOCKET)
+		events |= DlockClientClosedEvent();
 	if (now < until)
-		(void) WaitLatchOrSocket(MyLatch,
-								 WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH |
-								 (DlockClientSocket() == PGINVALID_SOCKET ? 0 :
-								  DlockClientClosedEvent()),
-								 DlockClientSocket(), MillisecondsUntil(now, until),
+		(void) WaitLatchOrSocket(MyLatch, events, DlockClientSocket(),
+								 MillisecondsUntil(now, until),
 								 PG_WAIT_EXTENSION);
 	CHECK_FOR_INTERRUPTS();
 	WaitCheckClient();
