@@ -54,8 +54,6 @@
 #include "access/xact.h"
 #include "commands/async.h"
 #include "common/hashfn.h"
-#include "libpq/libpq.h"
-#include "libpq/libpq-be.h"
 #include "miscadmin.h"
 #include "storage/latch.h"
 #include "storage/lock.h"
