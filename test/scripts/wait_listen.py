@@ -13,14 +13,15 @@ generous; the figures are printed as TAP comments.
 
 Checks (one TAP line each):
  1  the waiter is the head of the queue, waiting, when the flood starts
- 2  the flood sent notifications (at least 1,000)
+ 2  the flood sent notifications (at least 3,000)
  3  the waiter used no more CPU than twice what a listener in pg_sleep
     used meanwhile (the signals themselves cost that much; 1.1 also looked
     at the lease for each of them)
  4  after the flood, a release hands the lease to the waiter at once
- 5  the acquire read fewer buffers than a tenth of the notifications
-    (EXPLAIN ANALYZE BUFFERS; a look reads at least one): it did not look
-    at the lease once per notification
+ 5  the acquire read fewer buffers than a third of the notifications
+    (EXPLAIN ANALYZE BUFFERS; a look reads at least one, and 1.1 read
+    about 0.75 per notification): it did not look at the lease once per
+    notification, but about once per 20 ms
  6  the waiter's session then receives the notifications (none is lost)
 
 Environment: PGHOST, PGPORT, PGUSER (a superuser); DLOCK_WAIT_LISTEN_DB
@@ -124,7 +125,7 @@ def main():
         print("# %d notifications in %.0f s; the waiter used %.3f s of CPU,"
               " a listener in pg_sleep %.3f s" % (sent, FLOOD_SECONDS, used,
                                                  control_used))
-        ok(sent >= 1000, "the flood sent at least 1,000 notifications",
+        ok(sent >= 3000, "the flood sent at least 3,000 notifications",
            "%d sent" % sent)
         ok(used < 2 * control_used + 0.2,
            "the waiter used no more CPU than twice a listener in pg_sleep",
@@ -140,7 +141,7 @@ def main():
            "a release hands the lease to the waiter at once", "got %r" % got)
         hits = got.get("hits", 10 ** 9)
         print("# the waiting acquire read %d buffers" % hits)
-        ok(hits < sent / 10,
+        ok(hits < sent / 3,
            "the waiter looked at the lease far less often than once per"
            " notification", "%d buffers for %d notifications" % (hits, sent))
         waiter.execute("SELECT 1")
