@@ -29,7 +29,9 @@ typedef enum AcquireResult
 {
 	ACQUIRE_DONE,				/* renewed or handed over: a token */
 	ACQUIRE_HELD,				/* somebody holds the lease */
-	ACQUIRE_CHECKED				/* free, but a check protects the old holder */
+	ACQUIRE_CHECKED,			/* free, but a check protects the old holder */
+	ACQUIRE_TIMEOUT				/* the deadline came while waiting for another
+								 * transaction */
 } AcquireResult;
 
 /* Would an acquire by owner renew this (held) lease rather than wait? */
@@ -45,17 +47,22 @@ IsOwnerRenewal(const DlockLease *lease, const char *owner)
  * Refuse a new lease to a role that holds dlock.max_leases_per_role.  The
  * role's quota lock, kept until the transaction ends, makes concurrent
  * acquires by one role count one after the other, each seeing the leases
- * the others committed.
+ * the others committed.  It is waited for no longer than the deadline of
+ * w: false when the deadline came first (with wait = 0: whenever another
+ * open acquire of the role holds it).
  */
-static void
-CheckLeaseQuota(const DlockRelations *rels, TimestampTz now)
+static bool
+CheckLeaseQuota(const DlockRelations *rels, TimestampTz now,
+				const DlockWait *w)
 {
 	LOCKTAG		tag;
 
 	if (dlock_max_leases_per_role <= 0)
-		return;
+		return true;
 	RoleQuotaTag(GetUserId(), &tag);
-	NameLockWait(&tag, ExclusiveLock);
+	if (!NameLockTry(&tag, ExclusiveLock) &&
+		!WaitForNameLock(&tag, ExclusiveLock, w))
+		return false;
 	if (LeaseCountHeldByRole(rels, GetUserId(), now,
 							 dlock_max_leases_per_role) >=
 		dlock_max_leases_per_role)
@@ -66,6 +73,7 @@ CheckLeaseQuota(const DlockRelations *rels, TimestampTz now)
 				 errdetail("The limit is %d leases per role.",
 						   dlock_max_leases_per_role),
 				 errhint("Release leases, or raise \"dlock.max_leases_per_role\".")));
+	return true;
 }
 
 /*
@@ -77,10 +85,15 @@ CheckLeaseQuota(const DlockRelations *rels, TimestampTz now)
 static AcquireResult
 AcquireUnderStateLock(FunctionCallInfo fcinfo, const DlockRelations *rels,
 					  text *name, const LOCKTAG *tag, const char *owner,
-					  DlockLease *lease, TimestampTz *now, int64 *token)
+					  const DlockWait *w, DlockLease *lease, TimestampTz *now,
+					  int64 *token)
 {
 	*now = GetCurrentTimestamp();
-	LeaseFetchForUpdate(rels, name, lease);
+	if (!LeaseFetchForUpdateWithin(rels, name, lease, w))
+	{
+		NameLockGiveBack(tag, DLOCK_LOCK_STATE);
+		return ACQUIRE_TIMEOUT;
+	}
 	if (LeaseIsHeld(lease, *now) && IsOwnerRenewal(lease, owner))
 	{
 		LeaseSetExpiry(rels, name, lease, DlockExpiryArg(fcinfo, 1, *now));
@@ -93,7 +106,12 @@ AcquireUnderStateLock(FunctionCallInfo fcinfo, const DlockRelations *rels,
 		TimestampTz expires_at = DlockExpiryArg(fcinfo, 1, *now);
 
 		/* Every check comes before the token is drawn. */
-		CheckLeaseQuota(rels, *now);
+		if (!CheckLeaseQuota(rels, *now, w))
+		{
+			NameLockGiveBack(tag, DLOCK_LOCK_HANDOVER);
+			NameLockGiveBack(tag, DLOCK_LOCK_STATE);
+			return ACQUIRE_TIMEOUT;
+		}
 		*token = TokenDraw(rels, lease->found ? lease->token : 0);
 		LeaseWriteNew(rels, name, lease, *token, owner, *now, expires_at);
 		return ACQUIRE_DONE;
@@ -111,7 +129,7 @@ AcquireUnderStateLock(FunctionCallInfo fcinfo, const DlockRelations *rels,
 static AcquireResult
 AcquireAsHead(FunctionCallInfo fcinfo, const DlockRelations *rels,
 			  text *name, const LOCKTAG *tag, const char *owner,
-			  DlockLease *lease, int64 *token)
+			  const DlockWait *w, DlockLease *lease, int64 *token)
 {
 	TimestampTz now = GetCurrentTimestamp();
 
@@ -131,8 +149,8 @@ AcquireAsHead(FunctionCallInfo fcinfo, const DlockRelations *rels,
 		/* AcquireUnderStateLock takes it again. */
 		NameLockGiveBack(tag, DLOCK_LOCK_HANDOVER);
 	}
-	return AcquireUnderStateLock(fcinfo, rels, name, tag, owner, lease, &now,
-								 token);
+	return AcquireUnderStateLock(fcinfo, rels, name, tag, owner, w, lease,
+								 &now, token);
 }
 
 /*
@@ -167,10 +185,16 @@ HeadTakesTurn(FunctionCallInfo fcinfo, text *name, const LOCKTAG *tag,
 	now = GetCurrentTimestamp();
 	/* Looked up again: DROP EXTENSION may have come meanwhile. */
 	rels = DlockGetRelations(fcinfo);
+	if (!WaitForRelationLock(rels->lease_table, w))
+	{
+		*done = true;			/* the deadline came first */
+		return false;
+	}
 	LeaseFetch(rels, name, &lease);
 
 	if (LeaseIsHeld(&lease, now) && !IsOwnerRenewal(&lease, owner))
 	{
+		RelationLockGiveBack(rels->lease_table);
 		if (now >= w->deadline || WaitingForSelf(&lease, now, w->deadline))
 			*done = true;
 		else
@@ -183,17 +207,29 @@ HeadTakesTurn(FunctionCallInfo fcinfo, text *name, const LOCKTAG *tag,
 	 * transaction holds it, wait for that transaction in the lock manager,
 	 * where the deadlock detector sees the wait.
 	 */
-	if (NameLockTry(tag, DLOCK_LOCK_STATE) ||
-		WaitForNameLock(tag, DLOCK_LOCK_STATE, w))
-		result = AcquireAsHead(fcinfo, rels, name, tag, owner, &lease, token);
-	else
+	if (!NameLockTry(tag, DLOCK_LOCK_STATE))
 	{
-		*done = true;			/* the deadline came first */
-		return false;
+		/* Waiting, it holds no lock on the lease table. */
+		RelationLockGiveBack(rels->lease_table);
+		if (!WaitForNameLock(tag, DLOCK_LOCK_STATE, w))
+		{
+			*done = true;		/* the deadline came first */
+			return false;
+		}
+		if (!WaitForRelationLock(rels->lease_table, w))
+		{
+			NameLockGiveBack(tag, DLOCK_LOCK_STATE);
+			*done = true;
+			return false;
+		}
 	}
+	result = AcquireAsHead(fcinfo, rels, name, tag, owner, w, &lease, token);
+	RelationLockGiveBack(rels->lease_table);
 	if (result == ACQUIRE_DONE)
 		return true;
-	if (result == ACQUIRE_CHECKED)
+	if (result == ACQUIRE_TIMEOUT)
+		*done = true;
+	else if (result == ACQUIRE_CHECKED)
 	{
 		/* Wait for the checking transaction to end, then look again. */
 		if (WaitForNameLock(tag, DLOCK_LOCK_HANDOVER, w))
@@ -237,7 +273,49 @@ AcquireWaiting(FunctionCallInfo fcinfo, text *name, const LOCKTAG *tag,
 	MemoryContextSwitchTo(callcxt);
 	MemoryContextDelete(turncxt);
 	WaitQueueLeave(&queue_tag);
+	if (token != 0)
+		WaitCheckClientAtCommit();	/* did the client go meanwhile? */
 	return token;
+}
+
+/*
+ * The first look of an acquire, under the lease table lock its caller took:
+ * true when it decided (*token, 0 for busy), false when the caller must
+ * wait in the queue.
+ */
+static bool
+AcquireAtOnce(FunctionCallInfo fcinfo, const DlockRelations *rels,
+			  text *name, int64 wait_usecs, const char *owner, DlockWait *w,
+			  int64 *token)
+{
+	LOCKTAG		tag;
+	LOCKTAG		queue_tag;
+	DlockLease	lease;
+
+	LeaseFetch(rels, name, &lease);
+	if (LeaseIsHeld(&lease, w->start))
+	{
+		if (IsOwnerRenewal(&lease, owner))
+		{
+			NameLockTag(name, &tag);
+			if (NameLockTry(&tag, DLOCK_LOCK_STATE) &&
+				AcquireUnderStateLock(fcinfo, rels, name, &tag, owner, w,
+									  &lease, &w->start, token) == ACQUIRE_DONE)
+				return true;
+		}
+		return wait_usecs == 0 || WaitingForSelf(&lease, w->start, w->deadline);
+	}
+	if (wait_usecs != 0)
+		return false;
+	/* A free lease goes to those who already wait for it. */
+	NameLockTag(name, &tag);
+	NameQueueTag(&tag, &queue_tag);
+	if (NameHasWaiters(&queue_tag) ||
+		!NameLockTry(&tag, DLOCK_LOCK_STATE) ||
+		AcquireUnderStateLock(fcinfo, rels, name, &tag, owner, w,
+							  &lease, &w->start, token) != ACQUIRE_DONE)
+		*token = 0;
+	return true;
 }
 
 /*
@@ -245,7 +323,10 @@ AcquireWaiting(FunctionCallInfo fcinfo, text *name, const LOCKTAG *tag,
  * to wait_usecs: a new token if it was free, the same token if owner renews
  * its own lease, 0 if still busy.  The busy path (held, wait = 0) is one
  * read of the lease row (by its remembered address, see lease.c): no dlock
- * lock, no memory context, no transaction ID.
+ * lock, no memory context, no transaction ID.  The lease table's lock is
+ * waited for no longer than the deadline too (with wait = 0: not at all),
+ * so an operator's VACUUM FULL queued behind another transaction does not
+ * hold the acquire beyond it.
  */
 int64
 LeaseAcquire(FunctionCallInfo fcinfo, text *name, int64 wait_usecs,
@@ -254,39 +335,17 @@ LeaseAcquire(FunctionCallInfo fcinfo, text *name, int64 wait_usecs,
 	const DlockRelations *rels = DlockGetRelations(fcinfo);
 	DlockWait	w;
 	LOCKTAG		tag;
-	LOCKTAG		queue_tag;
-	DlockLease	lease;
 	int64		token = 0;
+	bool		decided;
 
 	w.start = GetCurrentTimestamp();
 	w.deadline = w.start + wait_usecs;
-	LeaseFetch(rels, name, &lease);
-
-	if (LeaseIsHeld(&lease, w.start))
-	{
-		if (IsOwnerRenewal(&lease, owner))
-		{
-			NameLockTag(name, &tag);
-			if (NameLockTry(&tag, DLOCK_LOCK_STATE) &&
-				AcquireUnderStateLock(fcinfo, rels, name, &tag, owner, &lease,
-									  &w.start, &token) == ACQUIRE_DONE)
-				return token;
-		}
-		if (wait_usecs == 0 || WaitingForSelf(&lease, w.start, w.deadline))
-			return 0;
-	}
-	else if (wait_usecs == 0)
-	{
-		/* A free lease goes to those who already wait for it. */
-		NameLockTag(name, &tag);
-		NameQueueTag(&tag, &queue_tag);
-		if (NameHasWaiters(&queue_tag) ||
-			!NameLockTry(&tag, DLOCK_LOCK_STATE) ||
-			AcquireUnderStateLock(fcinfo, rels, name, &tag, owner, &lease,
-								  &w.start, &token) != ACQUIRE_DONE)
-			return 0;
+	if (!WaitForRelationLock(rels->lease_table, &w))
+		return 0;
+	decided = AcquireAtOnce(fcinfo, rels, name, wait_usecs, owner, &w, &token);
+	RelationLockGiveBack(rels->lease_table);
+	if (decided)
 		return token;
-	}
 	NameLockTag(name, &tag);
 	return AcquireWaiting(fcinfo, name, &tag, owner, &w);
 }

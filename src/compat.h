@@ -119,4 +119,37 @@
 #define DlockVxidGetProc(vxid) BackendIdGetProc((vxid).backendId)
 #endif
 
+/*
+ * The client's connection (MyProcPort->sock, pq_check_connection) is
+ * declared in libpq/libpq-be.h, which includes the GSSAPI headers when the
+ * server was built with GSSAPI (Debian's packages do), though dlock uses
+ * none of it and those headers need not be installed.  struct Port has the
+ * same layout either way (libpq-be.h keeps a void pointer in place of the
+ * GSSAPI state, for extensions' sake), so it is included as if built
+ * without; only the GSSAPI declarations are left out.
+ */
+#ifdef ENABLE_GSS
+#undef ENABLE_GSS
+#include "libpq/libpq.h"
+#include "libpq/libpq-be.h"
+#define ENABLE_GSS 1
+#else
+#include "libpq/libpq.h"
+#include "libpq/libpq-be.h"
+#endif
+
+/*
+ * The wait event that ends a latch sleep when the client closes its
+ * connection: WL_SOCKET_CLOSED from PostgreSQL 15 on, where the platform
+ * can report it.  Before 15 (or without it) a sleeper sees a gone client
+ * only when it next wakes up and calls pq_check_connection().
+ */
+#if PG_VERSION_NUM >= 150000
+#include "storage/latch.h"
+#define DlockClientClosedEvent() \
+	(WaitEventSetCanReportClosed() ? WL_SOCKET_CLOSED : 0)
+#else
+#define DlockClientClosedEvent() 0
+#endif
+
 #endif							/* DLOCK_COMPAT_H */

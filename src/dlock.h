@@ -160,6 +160,10 @@ typedef struct DlockWait
 	TimestampTz deadline;		/* start + the acquire's wait */
 } DlockWait;
 
+/* lease.c, waiting within an acquire's deadline */
+extern bool LeaseFetchForUpdateWithin(const DlockRelations *rels, text *name,
+									  DlockLease *lease, const DlockWait *w);
+
 /* acquire.c */
 extern int64 LeaseAcquire(FunctionCallInfo fcinfo, text *name,
 						  int64 wait_usecs, const char *owner);
@@ -176,6 +180,11 @@ extern void WaitQueueLeave(const LOCKTAG *queue_tag);
 extern bool WaitForNameLock(const LOCKTAG *tag, LOCKMODE mode,
 							const DlockWait *w);
 extern void WaitForLeaseChange(const DlockWait *w, TimestampTz until);
+extern bool WaitForXact(TransactionId xid, const DlockWait *w);
+extern bool WaitForRelationLock(Oid relid, const DlockWait *w);
+extern void RelationLockGiveBack(Oid relid);
+extern void WaitCheckClient(void);
+extern void WaitCheckClientAtCommit(void);
 extern void WaitWakeQueueAtCommit(const LOCKTAG *tag);
 
 /* fence.c */

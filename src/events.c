@@ -29,7 +29,12 @@
  * with "owner" only when the lease has one.  Names and owners are escaped
  * with escape_json, so any text makes valid JSON; both are at most 255
  * bytes, so the payload stays well under NOTIFY's limit (checked below at
- * compile time for the worst case, every byte escaped as \u00XX).
+ * compile time for the worst case, every byte escaped as \u00XX).  In a
+ * SQL_ASCII database text is bytes in no known encoding, and escape_json
+ * would copy bytes of 0x80 and above as they are, which is no valid JSON
+ * (JSON text is UTF-8): there each such byte is escaped as \u00XX too, so
+ * the name reads back as the characters U+0080 to U+00FF whose numbers
+ * are its bytes (the bytes as Latin-1).
  *
  * Copyright (c) 2026, the dlock developers
  *
@@ -39,6 +44,7 @@
 
 #include "commands/async.h"
 #include "lib/stringinfo.h"
+#include "mb/pg_wchar.h"
 #include "utils/builtins.h"
 #include "utils/json.h"
 
@@ -80,6 +86,37 @@ DlockEventName(DlockEvent event)
 }
 
 /*
+ * Append str to buf as a JSON string: escape_json, except in a SQL_ASCII
+ * database, where every byte of 0x80 and above is escaped as \u00XX (see
+ * the top of this file) and the rest as escape_json does.
+ */
+static void
+DlockEscapeJson(StringInfo buf, const char *str)
+{
+	const unsigned char *p;
+
+	if (GetDatabaseEncoding() != PG_SQL_ASCII)
+	{
+		escape_json(buf, str);
+		return;
+	}
+	appendStringInfoChar(buf, '"');
+	for (p = (const unsigned char *) str; *p != '\0'; p++)
+	{
+		if (*p >= 0x80 || *p < 0x20)
+			appendStringInfo(buf, "\\u%04x", (unsigned int) *p);
+		else if (*p == '"' || *p == '\\')
+		{
+			appendStringInfoChar(buf, '\\');
+			appendStringInfoChar(buf, (char) *p);
+		}
+		else
+			appendStringInfoChar(buf, (char) *p);
+	}
+	appendStringInfoChar(buf, '"');
+}
+
+/*
  * Queue NOTIFY dlock for an event of the lease called name, with its token
  * and owner (NULL: anonymous).  Sent at commit, dropped on rollback.
  */
@@ -90,13 +127,13 @@ DlockEventSend(text *name, DlockEvent event, int64 token, const char *owner)
 
 	initStringInfo(&buf);
 	appendStringInfoString(&buf, "{\"lock\": ");
-	escape_json(&buf, text_to_cstring(name));
+	DlockEscapeJson(&buf, text_to_cstring(name));
 	appendStringInfo(&buf, ", \"event\": \"%s\", \"token\": " INT64_FORMAT,
 					 DlockEventName(event), token);
 	if (owner != NULL)
 	{
 		appendStringInfoString(&buf, ", \"owner\": ");
-		escape_json(&buf, owner);
+		DlockEscapeJson(&buf, owner);
 	}
 	appendStringInfoChar(&buf, '}');
 

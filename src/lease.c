@@ -340,6 +340,18 @@ LeaseFetchSettled(const DlockRelations *rels, text *name, DlockLease *lease)
 void
 LeaseFetchForUpdate(const DlockRelations *rels, text *name, DlockLease *lease)
 {
+	(void) LeaseFetchForUpdateWithin(rels, name, lease, NULL);
+}
+
+/*
+ * LeaseFetchForUpdate waiting for a deleting transaction no longer than the
+ * deadline of w (with w NULL, as long as it takes): false when the deadline
+ * came first, and *lease is then not to be written.
+ */
+bool
+LeaseFetchForUpdateWithin(const DlockRelations *rels, text *name,
+						  DlockLease *lease, const DlockWait *w)
+{
 	Relation	rel = DlockOpenLeaseTable(rels, RowExclusiveLock);
 
 	for (;;)
@@ -352,10 +364,17 @@ LeaseFetchForUpdate(const DlockRelations *rels, text *name, DlockLease *lease)
 			break;
 		deleter = lease->deleter;
 		tid = lease->tid;
-		XactLockTableWait(deleter, rel, &tid, XLTW_None);
+		if (w == NULL)
+			XactLockTableWait(deleter, rel, &tid, XLTW_None);
+		else if (!WaitForXact(deleter, w))
+		{
+			table_close(rel, NoLock);
+			return false;
+		}
 	}
 	lease->for_update = true;
 	table_close(rel, NoLock);
+	return true;
 }
 
 /* Is the lease held by somebody at the time now? */

@@ -17,10 +17,12 @@
 #include "access/relation.h"
 #include "access/table.h"
 #include "catalog/namespace.h"
+#include "catalog/pg_class.h"
 #include "fmgr.h"
 #include "utils/inval.h"
 #include "utils/lsyscache.h"
 #include "utils/rel.h"
+#include "utils/syscache.h"
 
 #include "compat.h"
 #include "dlock.h"
@@ -92,23 +94,32 @@ typedef enum DlockLeaseShape
 static DlockLeaseShape
 DlockLeaseTableShape(Oid relid)
 {
-	Relation	rel = table_open(relid, AccessShareLock);
-	TupleDesc	desc = RelationGetDescr(rel);
-	int			natts = desc->natts;
-	const char *sysid = NULL;
+	HeapTuple	tuple;
+	int			natts;
+	char	   *role_oid;
+	char	   *role_sysid;
 	bool		has_role_oid;
 
+	/*
+	 * Read from the catalogs, without a lock on the table: an acquire waits
+	 * for that lock no longer than its deadline (acquire.c), and a VACUUM
+	 * FULL may be queued for it.
+	 */
+	tuple = SearchSysCache1(RELOID, ObjectIdGetDatum(relid));
+	if (!HeapTupleIsValid(tuple))
+		DlockExtensionGone();
+	natts = ((Form_pg_class) GETSTRUCT(tuple))->relnatts;
+	ReleaseSysCache(tuple);
+	role_oid = get_attname(relid, Anum_dlock_lease_role_oid, true);
+	role_sysid = get_attname(relid, Anum_dlock_lease_role_sysid, true);
 	has_role_oid = natts >= Natts_dlock_lease &&
-		strcmp(NameStr(TupleDescAttr(desc, Anum_dlock_lease_role_oid - 1)->attname),
-			   "role_oid") == 0;
-	if (has_role_oid)
-		sysid = pstrdup(NameStr(TupleDescAttr(desc, Anum_dlock_lease_role_sysid - 1)->attname));
-	table_close(rel, AccessShareLock);
+		role_oid != NULL && strcmp(role_oid, "role_oid") == 0;
 	if (natts == Natts_dlock_lease_1_0)
 		return DLOCK_LEASE_1_0;
-	if (sysid != NULL && strcmp(sysid, "role_sysid") == 0)
+	if (has_role_oid && role_sysid != NULL && strcmp(role_sysid, "role_sysid") == 0)
 		return DLOCK_LEASE_1_1;
-	if (sysid != NULL && strcmp(sysid, "role_system_identifier") == 0)
+	if (has_role_oid && role_sysid != NULL &&
+		strcmp(role_sysid, "role_system_identifier") == 0)
 		return DLOCK_LEASE_1_2;
 	ereport(ERROR,
 			(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),

@@ -31,7 +31,19 @@
  * deadline was the binding one.  Every other error (the caller's own
  * lock_timeout, statement_timeout, query cancel, a deadlock) goes on
  * unchanged.  The caller's lock_timeout counts from the start of the whole
- * wait, as if the acquire waited for one lock.
+ * wait, as if the acquire waited for one lock.  The same bound applies to
+ * every other wait of an acquire for another transaction: for a
+ * transaction that deleted the lease row (WaitForXact), for the role's
+ * quota lock, and for the lease table's lock (WaitForRelationLock); with
+ * wait = 0 each is only tried, never waited for.
+ *
+ * A waiter whose client has gone takes no lease: it asks the kernel about
+ * its client's connection after every sleep and lock-manager wait and just
+ * before the acquiring transaction commits (WaitCheckClient), and from 15
+ * on its latch sleep also ends when the client closes the connection.
+ * Notifications for a session that LISTENs set its latch one by one; while
+ * they are pending the head looks at the lease at most every
+ * DLOCK_NOTIFY_LOOK_INTERVAL_MS (WaitOutNotifications).
  *
  * Copyright (c) 2026, the dlock developers
  *
@@ -40,11 +52,13 @@
 #include "postgres.h"
 
 #include "access/xact.h"
+#include "commands/async.h"
 #include "miscadmin.h"
 #include "storage/latch.h"
 #include "storage/lmgr.h"
 #include "storage/lock.h"
 #include "storage/proc.h"
+#include "tcop/tcopprot.h"
 #include "utils/guc.h"
 #include "utils/memutils.h"
 #include "utils/resowner.h"
@@ -55,6 +69,9 @@
 
 /* Queue locks to wake the head of when this transaction commits. */
 static List *wake_at_commit = NIL;
+
+/* Did this transaction take a lease after waiting?  Then check the client. */
+static bool check_client_at_commit = false;
 
 /*
  * Is anybody queued for this name (or one with the same hash)?  A probe of
@@ -187,6 +204,47 @@ MillisecondsUntil(TimestampTz now, TimestampTz until)
 	return (int) ms;
 }
 
+/* The client's socket, if this backend has a client to send results to. */
+static pgsocket
+DlockClientSocket(void)
+{
+	if (MyProcPort == NULL || whereToSendOutput != DestRemote)
+		return PGINVALID_SOCKET;
+	return MyProcPort->sock;
+}
+
+/*
+ * End this backend if its client has closed the connection, as PostgreSQL
+ * does for client_connection_check_interval (ProcessInterrupts): FATAL
+ * "connection to client lost" (08006), so the transaction rolls back and a
+ * waiter whose client has gone never takes a lease for nobody.
+ * pq_check_connection() asks the kernel without reading from the socket;
+ * it may reset the latch, so it is called only after a sleep, never
+ * between a look at the lease and the sleep that follows it.  A backend
+ * without a client (a background worker) is never ended here.
+ */
+void
+WaitCheckClient(void)
+{
+	if (DlockClientSocket() == PGINVALID_SOCKET || pq_check_connection())
+		return;
+	ClientConnectionLost = true;
+	InterruptPending = true;
+	CHECK_FOR_INTERRUPTS();
+	/* Interrupts are held off: end it here, in the same words. */
+	whereToSendOutput = DestNone;
+	ereport(FATAL,
+			(errcode(ERRCODE_CONNECTION_FAILURE),
+			 errmsg("connection to client lost")));
+}
+
+/* Check the client once more just before this transaction commits. */
+void
+WaitCheckClientAtCommit(void)
+{
+	check_client_at_commit = true;
+}
+
 /*
  * Take the lock, waiting in the lock manager no longer than the deadline of
  * w: true once held, false when the deadline came first.  The caller's own
@@ -251,6 +309,7 @@ WaitForNameLock(const LOCKTAG *tag, LOCKMODE mode, const DlockWait *w)
 		ReleaseCurrentSubTransaction();
 		MemoryContextSwitchTo(oldcxt);
 		CurrentResourceOwner = oldowner;
+		WaitCheckClient();
 	}
 	PG_CATCH();
 	{
@@ -274,6 +333,51 @@ WaitForNameLock(const LOCKTAG *tag, LOCKMODE mode, const DlockWait *w)
 }
 
 /*
+ * Wait for the transaction xid to end (as XactLockTableWait), no longer
+ * than the deadline of w: true once it ended, false when the deadline came
+ * first.  With the deadline already past, only a look: never a wait.
+ */
+bool
+WaitForXact(TransactionId xid, const DlockWait *w)
+{
+	LOCKTAG		tag;
+
+	SET_LOCKTAG_TRANSACTION(tag, xid);
+	if (!NameLockTry(&tag, ShareLock) && !WaitForNameLock(&tag, ShareLock, w))
+		return false;
+	NameLockGiveBack(&tag, ShareLock);
+	return true;
+}
+
+/*
+ * Take AccessShareLock on a relation of dlock's (the lease table) for the
+ * length of one look, waiting no longer than the deadline of w: false when
+ * the deadline came first (with it past, when the lock is not free at
+ * once).  Held, it lets the look's own opens of the table, in any mode,
+ * pass a VACUUM FULL or ALTER that queued meanwhile (the lock manager
+ * grants a request of a holder ahead of the waiters that wait for it).
+ */
+bool
+WaitForRelationLock(Oid relid, const DlockWait *w)
+{
+	LOCKTAG		tag;
+
+	SET_LOCKTAG_RELATION(tag, MyDatabaseId, relid);
+	return NameLockTry(&tag, AccessShareLock) ||
+		WaitForNameLock(&tag, AccessShareLock, w);
+}
+
+/* Give back one WaitForRelationLock. */
+void
+RelationLockGiveBack(Oid relid)
+{
+	LOCKTAG		tag;
+
+	SET_LOCKTAG_RELATION(tag, MyDatabaseId, relid);
+	NameLockGiveBack(&tag, AccessShareLock);
+}
+
+/*
  * Join the name's queue: take its queue lock, first come first served.
  * True when this backend is the head, false when the deadline came first.
  * Without anybody queued it costs one lock, no subtransaction.
@@ -294,6 +398,37 @@ WaitQueueLeave(const LOCKTAG *queue_tag)
 }
 
 /*
+ * The shortest time between two looks at the lease while notifications for
+ * this session's LISTEN arrive: async.c sets the latch for each one, and
+ * notifyInterruptPending stays set until the session is idle again.
+ */
+#define DLOCK_NOTIFY_LOOK_INTERVAL_MS	20
+
+/*
+ * A wake-up while notifications are pending may be one of them rather than
+ * a release: sleep on, deaf to the latch, until DLOCK_NOTIFY_LOOK_INTERVAL_MS
+ * after slept_at (or until until), so that a flood of notifications costs a
+ * look per interval, not one per notification.  A release meanwhile is seen
+ * by the next look; query cancel and statement_timeout are seen at the end
+ * of the interval at the latest.
+ */
+static void
+WaitOutNotifications(TimestampTz slept_at, TimestampTz until)
+{
+	TimestampTz end;
+	TimestampTz now;
+
+	end = Min(until, TimestampTzPlusMilliseconds(slept_at,
+												 DLOCK_NOTIFY_LOOK_INTERVAL_MS));
+	while (notifyInterruptPending && (now = GetCurrentTimestamp()) < end)
+	{
+		(void) WaitLatch(MyLatch, WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
+						 MillisecondsUntil(now, end), PG_WAIT_EXTENSION);
+		CHECK_FOR_INTERRUPTS();
+	}
+}
+
+/*
  * Sleep on the latch, as the head of the queue, until until (the lease's
  * expiry or the deadline), a committed release (WaitWakeQueueAtCommit) or an
  * interrupt.  The caller reset the latch before it last read the lease, so
@@ -306,6 +441,7 @@ WaitForLeaseChange(const DlockWait *w, TimestampTz until)
 {
 	TimestampTz now = GetCurrentTimestamp();
 	TimestampTz caller_end = CallerLockTimeoutEnd(w);
+	int			events = WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH;
 
 	if (caller_end != 0 && caller_end < until)
 	{
@@ -313,11 +449,16 @@ WaitForLeaseChange(const DlockWait *w, TimestampTz until)
 			RaiseLockTimeout();
 		until = caller_end;
 	}
+	if (DlockClientSocket() != PGINVALID_SOCKET)
+		events |= DlockClientClosedEvent();
 	if (now < until)
-		(void) WaitLatch(MyLatch,
-						 WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
-						 MillisecondsUntil(now, until), PG_WAIT_EXTENSION);
+		(void) WaitLatchOrSocket(MyLatch, events, DlockClientSocket(),
+								 MillisecondsUntil(now, until),
+								 PG_WAIT_EXTENSION);
 	CHECK_FOR_INTERRUPTS();
+	WaitCheckClient();
+	if (notifyInterruptPending)
+		WaitOutNotifications(now, until);
 	if (caller_end != 0 && caller_end < w->deadline &&
 		GetCurrentTimestamp() >= caller_end)
 		RaiseLockTimeout();
@@ -372,6 +513,13 @@ WaitXactCallback(XactEvent event, void *arg)
 
 	switch (event)
 	{
+		case XACT_EVENT_PRE_COMMIT:
+			if (check_client_at_commit)
+			{
+				check_client_at_commit = false;
+				WaitCheckClient();
+			}
+			break;
 		case XACT_EVENT_COMMIT:
 			foreach(lc, wake_at_commit)
 				WakeQueueHead((LOCKTAG *) lfirst(lc));
@@ -382,6 +530,7 @@ WaitXactCallback(XactEvent event, void *arg)
 		case XACT_EVENT_PARALLEL_COMMIT:
 		case XACT_EVENT_PARALLEL_ABORT:
 			wake_at_commit = NIL;	/* its memory goes with the transaction */
+			check_client_at_commit = false;
 			break;
 		default:
 			break;

@@ -41,6 +41,9 @@ What it checks (one TAP line each):
 17  the worst case, a 255-byte name and a 255-byte owner of control
     characters (each escaped as \\u00XX), is sent whole, within NOTIFY's
     8000-byte limit
+18  in a SQL_ASCII database, a name and an owner with bytes of 0x80 and
+    above make valid JSON (each such byte escaped as \\u00XX), and read
+    back as the characters whose numbers are the bytes
 
 Environment: PGHOST, PGPORT, PGUSER (a superuser); DLOCK_EVENTS_DB
 (default dlock_events, dropped and recreated).
@@ -137,6 +140,46 @@ def ev(lock, event, token, owner=None):
     if owner is not None:
         d["owner"] = owner
     return d
+
+
+def sql_ascii_events(admin):
+    """Problems with the events of a SQL_ASCII database (check 18)."""
+    db = DB + "_sql_ascii"
+    admin.execute(sql.SQL("DROP DATABASE IF EXISTS {}").format(sql.Identifier(db)))
+    admin.execute(sql.SQL("CREATE DATABASE {} ENCODING 'SQL_ASCII' TEMPLATE template0 "
+                          "LC_COLLATE 'C' LC_CTYPE 'C'").format(sql.Identifier(db)))
+    p = []
+    try:
+        with connect(db=db) as c, connect(db=db) as lis:
+            got = []
+            lis.add_notify_handler(got.append)
+            lis.execute("LISTEN dlock")
+            c.execute("CREATE EXTENSION dlock")
+            c.execute("SET dlock.events = on")
+            # The name: caf, then the UTF-8 bytes of e-acute, then 0xff, a
+            # byte that is UTF-8 nowhere; the owner: a Latin-1 e-acute.
+            t = one(c, "SELECT dlock_acquire(convert_from('\\x636166c3a9ff'::bytea, 'SQL_ASCII'),"
+                       " '1 min', owner => convert_from('\\xe9'::bytea, 'SQL_ASCII'))")
+            c.execute("NOTIFY dlock, 'sentinel'")
+            deadline = time.monotonic() + 30
+            while time.monotonic() < deadline and not any(n.payload == "sentinel" for n in got):
+                lis.execute("SELECT 1")
+                time.sleep(0.02)
+            events = [n.payload for n in got if n.payload != "sentinel"]
+            want = {"lock": "caf\u00c3\u00a9\u00ff", "event": "acquired", "token": t,
+                    "owner": "\u00e9"}
+            if len(events) != 1:
+                p.append(f"{len(events)} events: {events!r}")
+            else:
+                try:
+                    if json.loads(events[0]) != want:
+                        p.append(f"got {events[0]!r}, wanted {json.dumps(want)}")
+                except ValueError as e:
+                    p.append(f"not JSON: {events[0]!r}: {e}")
+    except (psycopg.Error, UnicodeError) as e:
+        p.append(f"{type(e).__name__}: {e}")
+    admin.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(db)))
+    return p
 
 
 def main():
@@ -377,6 +420,11 @@ def main():
         p.append(f"payload of {size} bytes")
     tap.check(f"a 255-byte name and owner of control characters: one payload of {size} bytes "
               "(limit 8000), parsed back exactly", p)
+
+    # 18. A SQL_ASCII database: bytes of 0x80 and above are escaped too.
+    tap.check("in a SQL_ASCII database a name and owner with bytes of 0x80 and above "
+              "make valid JSON, each byte read back as the character of its number",
+              sql_ascii_events(admin))
 
     lis.conn.close()
     ctl.close()
