@@ -3,8 +3,8 @@
  * wait.c
  *		The advisory locks on lock names, and waiting for a busy lease.
  *
- * Each name maps to advisory locktags of dlock's own key space (src/README, "Locks"),
- * built in locktag.c: shown in pg_locks as locktype 'advisory', classid and
+ * Each name maps to advisory locktags of dlock's own key space (src/README,
+ * "Locks"), built in locktag.c: shown in pg_locks as locktype 'advisory', classid and
  * objid the high and low 32 bits of the name's keyed 64-bit hash, objsubid
  * DLOCK_LOCKTAG_NAME for the name's lock and DLOCK_LOCKTAG_WAITERS for its
  * queue.  The SQL advisory lock functions only reach objsubid 1 and 2, so
