@@ -292,7 +292,7 @@ AcquireAtOnce(FunctionCallInfo fcinfo, const DlockRelations *rels,
 	LOCKTAG		queue_tag;
 	DlockLease	lease;
 
-	LeaseFetch(rels, name, &lease);
+	LeaseFetchLocked(rels, name, &lease);
 	if (LeaseIsHeld(&lease, w->start))
 	{
 		if (IsOwnerRenewal(&lease, owner))

@@ -124,6 +124,8 @@ extern char *DlockOwnerArg(FunctionCallInfo fcinfo, int argno);
 /* lease.c */
 extern void LeaseFetch(const DlockRelations *rels, text *name,
 					   DlockLease *lease);
+extern void LeaseFetchLocked(const DlockRelations *rels, text *name,
+							 DlockLease *lease);
 extern void LeaseFetchSettled(const DlockRelations *rels, text *name,
 							  DlockLease *lease);
 extern void LeaseFetchForUpdate(const DlockRelations *rels, text *name,

@@ -315,6 +315,20 @@ LeaseFetch(const DlockRelations *rels, text *name, DlockLease *lease)
 }
 
 /*
+ * LeaseFetch for a caller that already holds a lock on the lease table
+ * (acquire.c takes it bounded by its deadline, WaitForRelationLock): the
+ * table is opened without taking the lock once more.
+ */
+void
+LeaseFetchLocked(const DlockRelations *rels, text *name, DlockLease *lease)
+{
+	Relation	rel = DlockOpenLeaseTable(rels, NoLock);
+
+	LeaseLookup(rels, rel, name, lease);
+	table_close(rel, NoLock);
+}
+
+/*
  * LeaseFetch for a caller that decides without the name's lock when the
  * lease is held (api.c, fence.c).  A lookup that finds no row is made once
  * more: an index scan that races a non-HOT update of the row can miss both

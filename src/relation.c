@@ -169,14 +169,15 @@ DlockGetRelations(FunctionCallInfo fcinfo)
  * since its OID was looked up (DROP EXTENSION while an acquire waits): that
  * is a clear error, never a failed internal lookup.  The lock of a write,
  * kept until the transaction ends, is the (sub)transaction's, never a
- * portal's (wait.c): taken for it first, then again by the open.
+ * portal's (wait.c): taken for it first, then again by the open.  NoLock:
+ * the caller already holds a lock on the table.
  */
 Relation
 DlockOpenLeaseTable(const DlockRelations *rels, LOCKMODE mode)
 {
 	Relation	rel;
 
-	if (mode != AccessShareLock)
+	if (mode != AccessShareLock && mode != NoLock)
 		XactLockRelation(rels->lease_table, mode);
 	rel = try_relation_open(rels->lease_table, mode);
 	if (rel == NULL)
