@@ -96,42 +96,7 @@ EXPIRED = "The lease expired."
 NEWER = "The lock has since been acquired with a newer token."
 
 
-SCHEMA = f"""
-CREATE EXTENSION dlock;
-CREATE SEQUENCE ledger_commit_order CACHE 1;
-CREATE TABLE ledger (
-    name        text NOT NULL,
-    token       bigint NOT NULL,
-    client      text NOT NULL,
-    cseq        integer NOT NULL,
-    phase       integer NOT NULL,
-    written_us  bigint,
-    PRIMARY KEY (client, cseq)
-);
-CREATE TABLE ledger_commit (
-    client       text NOT NULL,
-    cseq         integer NOT NULL,
-    commit_order bigint NOT NULL DEFAULT nextval('ledger_commit_order'),
-    commit_us    bigint NOT NULL DEFAULT {ledger.us("clock_timestamp()")},
-    PRIMARY KEY (client, cseq)
-);
-CREATE FUNCTION ledger_stamp() RETURNS trigger LANGUAGE plpgsql AS $$
-BEGIN
-    NEW.written_us := {ledger.us("clock_timestamp()")};
-    RETURN NEW;
-END $$;
-CREATE FUNCTION ledger_commit_stamp() RETURNS trigger LANGUAGE plpgsql AS $$
-BEGIN
-    INSERT INTO ledger_commit (client, cseq) VALUES (NEW.client, NEW.cseq);
-    RETURN NULL;
-END $$;
-CREATE TRIGGER ledger_1_fence BEFORE INSERT OR UPDATE OR DELETE ON ledger
-    FOR EACH ROW EXECUTE FUNCTION dlock_fence('name', 'token', 'column');
-CREATE TRIGGER ledger_2_stamp BEFORE INSERT ON ledger
-    FOR EACH ROW EXECUTE FUNCTION ledger_stamp();
-CREATE CONSTRAINT TRIGGER ledger_3_commit AFTER INSERT ON ledger
-    DEFERRABLE INITIALLY DEFERRED
-    FOR EACH ROW EXECUTE FUNCTION ledger_commit_stamp();
+SCHEMA = "CREATE EXTENSION dlock;\n" + ledger.ledger_schema("\n    phase       integer NOT NULL,") + f"""
 -- A counter per name, written without changing its token: such a write
 -- needs dlock_assert first (docs/fencing.md).
 CREATE TABLE acct (name text PRIMARY KEY, v bigint NOT NULL, token bigint);

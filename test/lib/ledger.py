@@ -34,6 +34,57 @@ def us(expr):
     return f"(extract(epoch FROM {expr}) * 1000000)::bigint"
 
 
+def ledger_schema(extra_columns=""):
+    """The SQL of the ledger the stress test and the HA harness write: a
+    ledger table of fenced writes (the lock name from a column, the writer's
+    token, the client and its sequence number, the time written) and, by a
+    deferred trigger, the commit order and time of each row in
+    ledger_commit.  extra_columns: more column definitions for ledger, each
+    ending with a comma."""
+    return f"""
+-- Drawn at COMMIT, by the deferred trigger below.
+CREATE SEQUENCE ledger_commit_order CACHE 1;
+
+CREATE TABLE ledger (
+    name        text NOT NULL,
+    token       bigint NOT NULL,
+    client      text NOT NULL,
+    cseq        integer NOT NULL,{extra_columns}
+    written_us  bigint,
+    PRIMARY KEY (client, cseq)
+);
+
+CREATE TABLE ledger_commit (
+    client       text NOT NULL,
+    cseq         integer NOT NULL,
+    commit_order bigint NOT NULL DEFAULT nextval('ledger_commit_order'),
+    commit_us    bigint NOT NULL DEFAULT {us("clock_timestamp()")},
+    PRIMARY KEY (client, cseq)
+);
+
+CREATE FUNCTION ledger_stamp() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    NEW.written_us := {us("clock_timestamp()")};
+    RETURN NEW;
+END $$;
+
+CREATE FUNCTION ledger_commit_stamp() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    INSERT INTO ledger_commit (client, cseq) VALUES (NEW.client, NEW.cseq);
+    RETURN NULL;
+END $$;
+
+-- BEFORE triggers fire in name order: the fence first, then the stamp.
+CREATE TRIGGER ledger_1_fence BEFORE INSERT OR UPDATE OR DELETE ON ledger
+    FOR EACH ROW EXECUTE FUNCTION dlock_fence('name', 'token', 'column');
+CREATE TRIGGER ledger_2_stamp BEFORE INSERT ON ledger
+    FOR EACH ROW EXECUTE FUNCTION ledger_stamp();
+CREATE CONSTRAINT TRIGGER ledger_3_commit AFTER INSERT ON ledger
+    DEFERRABLE INITIALLY DEFERRED
+    FOR EACH ROW EXECUTE FUNCTION ledger_commit_stamp();
+"""
+
+
 class Tap:
     """TAP lines for a list of checks; failed counts the "not ok" ones.  A
     check with skip prints "ok N - desc # SKIP skip" and does not fail."""

@@ -88,7 +88,7 @@ from psycopg.rows import dict_row
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
 from ledger import (Tap, duplicate_tokens, ledger_matches,  # noqa: E402
-                    leases_never_overlapped, no_write_after_later_acquire,
+                    ledger_schema, leases_never_overlapped, no_write_after_later_acquire,
                     tokens_never_go_back, tokens_unique_across_names, us)
 
 DB = os.environ.get("DLOCK_STRESS_DB", "dlock_stress")
@@ -134,50 +134,7 @@ NO_TOKEN = {
 NEWER = "The lock has since been acquired with a newer token."
 
 
-SCHEMA = f"""
-CREATE EXTENSION dlock;
-
--- Drawn at COMMIT, by the deferred trigger below.
-CREATE SEQUENCE ledger_commit_order CACHE 1;
-
-CREATE TABLE ledger (
-    name        text NOT NULL,
-    token       bigint NOT NULL,
-    client      text NOT NULL,
-    cseq        integer NOT NULL,
-    written_us  bigint,
-    PRIMARY KEY (client, cseq)
-);
-
-CREATE TABLE ledger_commit (
-    client       text NOT NULL,
-    cseq         integer NOT NULL,
-    commit_order bigint NOT NULL DEFAULT nextval('ledger_commit_order'),
-    commit_us    bigint NOT NULL DEFAULT {us("clock_timestamp()")},
-    PRIMARY KEY (client, cseq)
-);
-
-CREATE FUNCTION ledger_stamp() RETURNS trigger LANGUAGE plpgsql AS $$
-BEGIN
-    NEW.written_us := {us("clock_timestamp()")};
-    RETURN NEW;
-END $$;
-
-CREATE FUNCTION ledger_commit_stamp() RETURNS trigger LANGUAGE plpgsql AS $$
-BEGIN
-    INSERT INTO ledger_commit (client, cseq) VALUES (NEW.client, NEW.cseq);
-    RETURN NULL;
-END $$;
-
--- BEFORE triggers fire in name order: the fence first, then the stamp.
-CREATE TRIGGER ledger_1_fence BEFORE INSERT OR UPDATE OR DELETE ON ledger
-    FOR EACH ROW EXECUTE FUNCTION dlock_fence('name', 'token', 'column');
-CREATE TRIGGER ledger_2_stamp BEFORE INSERT ON ledger
-    FOR EACH ROW EXECUTE FUNCTION ledger_stamp();
-CREATE CONSTRAINT TRIGGER ledger_3_commit AFTER INSERT ON ledger
-    DEFERRABLE INITIALLY DEFERRED
-    FOR EACH ROW EXECUTE FUNCTION ledger_commit_stamp();
-
+SCHEMA = "CREATE EXTENSION dlock;\n" + ledger_schema() + f"""
 -- The other shapes change acct; acct_log records each changed row with the
 -- writer's token (stress.writer, set by the client in its transaction).
 CREATE TABLE acct (
