@@ -18,8 +18,10 @@ python3-uvicorn has no ``uvicorn`` command):
         python3 -m uvicorn fastapi_app:app --port 8000 --workers 3
     curl -X POST localhost:8000/jobs/nightly-report
 
-The table and its fence triggers are created once, under an advisory lock,
-however many workers start at once.
+The tables and their fence triggers are created at each worker's first
+request, under an advisory lock, however many workers start at once; with
+the database down, the workers start anyway and answer 503 with
+``Retry-After`` until it is back.
 
 Answers (the job runs inside the request):
 
@@ -32,14 +34,36 @@ Answers (the job runs inside the request):
   of this run was refused, or never made (it stalled, or the database was
   out of reach, for longer than the TTL); another run may have taken over.
   Nothing of this run was stored; asking again is safe.
-- 503 ``{"detail": "... outcome unknown, check before retrying"}``: the
-  connection broke during the COMMIT and the report could not be looked up.
-- 503 with ``Retry-After``: the database is down or out of reach (the
-  connect is bounded).
+- 503 ``{"detail": "... outcome unknown, check before retrying"}`` with
+  ``Retry-After``: the write's COMMIT got no answer, and whether it committed
+  could not be told (see below).  Look for the run's token in ``report_run``
+  before asking again.
+- 503 with ``Retry-After`` (``... asking again is safe``): the database is
+  down or out of reach; nothing of this run was stored.  The connect is
+  bounded (5 s), and so is the write: the lease's remaining time plus 5 s,
+  after which its connection is shut down.
 
 The answer is decided by the write: once the fenced transaction committed,
 the answer is 200, even if the lease is found lost afterwards (a slow
-renewal, a release that got no answer).
+renewal, a release that got no answer).  When the COMMIT was sent and its
+answer lost (a broken connection, or none within the bound), the run is
+looked up, on a new connection, in ``report_run``: one row per run that
+stored its report, written in the same fenced transaction and never
+overwritten (``report`` holds only the latest run's report, so it cannot
+say whether an earlier run committed).  The lookup is trusted only once
+the writing session has ended, since a COMMIT held up in the network could
+still land after it: the writing backend's pid, recorded before the write,
+is ended with ``pg_terminate_backend()`` (allowed on a session of the same
+role), and the lookup waits, at most 10 s, until that pid is gone from
+``pg_stat_activity``.  Otherwise the answer is "outcome unknown".
+``report_run`` grows by one row per run; delete old rows, under the lease
+(it is fenced), if that matters.
+
+Liveness: when the database restarts while a run holds the lease, that
+run's request fails (503), but its lease, stored in a table, outlives the
+restart until its TTL ends (the release could not reach the server): until
+then every replica answers 409 "already running" although nothing runs.
+Choose the TTL with that wait in mind.
 
 A job longer than an HTTP client will wait belongs in a worker, with the
 same lease; the shape of the code does not change.
@@ -133,6 +157,10 @@ class Run:
 
 class Unreachable(Exception):
     """The database cannot be reached now (answered 503 with Retry-After)."""
+
+
+class WriteTimeout(Exception):
+    """The fenced write got no answer in time; its connection was shut down."""
 
 
 def break_connection(conn: "psycopg.AsyncConnection[Any]") -> None:
@@ -230,18 +258,20 @@ def create_app(conninfo: str, *, ttl: float = 30.0, job: Job = build_report) -> 
     async def bounded_write(lease: dlock.aio.AsyncLease, body: str, run: Run) -> None:
         """write_report, given the lease's remaining time plus WRITE_MARGIN:
         past that (a black-holed fence or COMMIT), its connection is shut down
-        and asyncio.TimeoutError raised."""
+        and WriteTimeout raised."""
         task = asyncio.ensure_future(write_report(bounded, lease, body, run))
-        done, _ = await asyncio.wait({task}, timeout=lease.remaining() + WRITE_MARGIN)
+        bound = lease.remaining() + WRITE_MARGIN
+        done, _ = await asyncio.wait({task}, timeout=bound)
         if task in done:
-            return task.result()
+            task.result()
+            return
         if run.conn is not None:
             break_connection(run.conn)  # the ROLLBACK on the way out fails at once
         task.cancel()
         await asyncio.wait({task}, timeout=CONNECT_TIMEOUT)
         if task.done() and not task.cancelled():
             task.exception()  # retrieved: the timeout is what is reported
-        raise asyncio.TimeoutError()
+        raise WriteTimeout(f"no answer to the write in {bound:.3g} s")
 
     @app.post("/jobs/nightly-report", response_model=Report)
     async def nightly_report() -> Report:
@@ -260,16 +290,17 @@ def create_app(conninfo: str, *, ttl: float = 30.0, job: Job = build_report) -> 
                 await bounded_write(lease, body, run)
         except dlock.Busy:
             raise HTTPException(409, f"{JOB} is already running") from None
-        except (dlock.LeaseLost, dlock.StaleToken, psycopg.Error, OSError,
-                asyncio.TimeoutError) as e:
-            timed_out = isinstance(e, asyncio.TimeoutError)
-            if run.phase == "committing" or timed_out:  # the outcome is unknown
+        except (dlock.LeaseLost, dlock.StaleToken, psycopg.Error, OSError, WriteTimeout) as e:
+            # A COMMIT sent and not answered, or a write cut short while its
+            # session may live on: ask the database, once that session ended.
+            if run.phase == "committing" or (isinstance(e, WriteTimeout) and run.pid is not None):
                 found = await settled(run)
                 if found is None:
                     raise HTTPException(
-                        503, f"{JOB}: the outcome of run {run.token} is unknown (the "
-                             "connection broke or stalled during its write); check before "
-                             "retrying", headers={"Retry-After": RETRY_AFTER}) from None
+                        503, f"{JOB}: run {run.token}'s outcome unknown, check before retrying "
+                             f"(its COMMIT got no answer, {e}, and its session could not be "
+                             "ended and looked up)", headers={"Retry-After": RETRY_AFTER}
+                    ) from None
                 run.phase = "stored" if found else "not written"
             if run.phase != "stored":
                 if isinstance(e, (dlock.LeaseLost, dlock.StaleToken)) or dlock.is_stale_token(e):
@@ -277,10 +308,10 @@ def create_app(conninfo: str, *, ttl: float = 30.0, job: Job = build_report) -> 
                         503, f"{JOB} lost its lease before its report was stored; another run "
                              f"may have taken over, and nothing of this one was stored ({e}); "
                              "asking again is safe") from None
-                if isinstance(e, (psycopg.OperationalError, OSError, asyncio.TimeoutError)):
+                if isinstance(e, (psycopg.OperationalError, OSError, WriteTimeout)):
                     raise HTTPException(
                         503, f"{JOB}: the database is out of reach, nothing of this run was "
-                             f"stored ({str(e) or 'no answer in time'}); asking again is safe",
+                             f"stored ({e}); asking again is safe",
                         headers={"Retry-After": RETRY_AFTER}) from None
                 raise  # a bug: 500
             # Stored under a valid lease: the loss came after the write.

@@ -414,3 +414,24 @@ def test_a_black_holed_write_answers_503_in_bounded_time(
     assert answer.status_code == 503, answer.text
     assert "Retry-After" in answer.headers
     assert report_token(admin) != token
+
+
+def test_a_lost_commit_whose_session_lives_on_answers_outcome_unknown(
+        holding: HoldingProxy, admin: Conn, monkeypatch: Any) -> None:
+    # The writing session cannot be ended (as if pg_terminate_backend were not
+    # allowed): the lookup would not be conclusive, so it is not trusted.
+    monkeypatch.setattr(fastapi_app, "TERMINATE_SQL", "SELECT %s::int, %s::text", raising=False)
+    monkeypatch.setattr(fastapi_app, "SETTLE_TIMEOUT", 1.0, raising=False)
+
+    async def arming_job() -> str:
+        holding.hold(b"COMMIT", cut=True)
+        return "held commit"
+
+    with TestClient(fastapi_app.create_app(holding.conninfo, ttl=30, job=arming_job)) as client:
+        answer = client.post(URL)
+    assert holding.seen.is_set()
+    holding.deliver()
+    assert answer.status_code == 503, answer.text
+    detail = answer.json()["detail"]
+    assert "outcome unknown, check before retrying" in detail and "safe" not in detail, detail
+    assert "Retry-After" in answer.headers
