@@ -6,16 +6,18 @@ from __future__ import annotations
 
 import asyncio
 import os
+import socket
 import sys
 import threading
 import time
-from typing import Any, Dict, List
+from typing import Any, Dict, Iterator, List, Optional, Tuple
 
 import psycopg
+import pytest
 from fastapi.testclient import TestClient
 from httpx import Response
 
-from _proxy import wait_for
+from _proxy import Proxy, wait_for
 
 # The repository's examples/, or where DLOCK_EXAMPLES says (the test script
 # runs a copy of these tests).
@@ -25,6 +27,71 @@ import fastapi_app  # noqa: E402
 
 Conn = "psycopg.Connection[Any]"
 URL = "/jobs/nightly-report"
+
+
+class HoldingProxy(Proxy):
+    """The loopback proxy, and a message from the client containing ``hold(...)``'s
+    bytes is kept back (a network that holds it) until ``deliver()``; with
+    ``cut=True`` the client's side of that connection is broken at once."""
+
+    def __init__(self, *args: Any) -> None:
+        self.trigger: Optional[bytes] = None
+        self.cut_client = False
+        self.held: List[Tuple[socket.socket, bytes]] = []
+        self.seen = threading.Event()
+        super().__init__(*args)
+
+    def hold(self, trigger: bytes, cut: bool = False) -> None:
+        self.trigger, self.cut_client = trigger, cut
+
+    def deliver(self) -> None:
+        held, self.held = self.held, []
+        for upstream, data in held:
+            try:
+                upstream.sendall(data)
+            except OSError:  # the backend is gone
+                pass
+
+    def _pump(self, src: socket.socket, dst: socket.socket) -> None:
+        try:
+            from_client = src.getsockname() == self.path
+        except OSError:
+            return
+        while True:
+            try:
+                data = src.recv(65536)
+            except OSError:
+                break
+            if not data:
+                break
+            if from_client and self.trigger is not None and self.trigger in data:
+                self.trigger = None
+                self.held.append((dst, data))
+                self.seen.set()
+                if self.cut_client:
+                    src.shutdown(socket.SHUT_RDWR)
+                    return  # the backend's side stays open, its COMMIT not yet sent
+                continue
+            while self._frozen.is_set() and not self._closed:
+                time.sleep(0.01)
+            try:
+                dst.sendall(data)
+            except OSError:
+                break
+        for sock in (src, dst):
+            try:
+                sock.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+
+
+@pytest.fixture
+def holding(proxy: Proxy) -> Iterator[HoldingProxy]:
+    p = HoldingProxy(proxy.target, proxy.port + 1, proxy.dbname, proxy.user)
+    try:
+        yield p
+    finally:
+        p.close()
 
 
 def lease_state(admin: Conn) -> Any:
@@ -114,15 +181,19 @@ def test_a_stalled_run_taken_over_is_refused_and_reports_the_loss(dsn: str, admi
 
 
 def test_several_workers_start_at_once(dsn: str, admin: Conn) -> None:
-    admin.execute("DROP TABLE IF EXISTS report")
+    admin.execute("DROP TABLE IF EXISTS report, report_run")
     errors: List[BaseException] = []
+    statuses: List[int] = []
     barrier = threading.Barrier(4)
+
+    async def quick_job() -> str:
+        return "first report"
 
     def worker() -> None:
         barrier.wait()
         try:
-            with TestClient(fastapi_app.create_app(dsn)):
-                pass
+            with TestClient(fastapi_app.create_app(dsn, job=quick_job)) as client:
+                statuses.append(client.post(URL).status_code)  # the tables, at once
         except BaseException as e:
             errors.append(e)
 
@@ -132,9 +203,28 @@ def test_several_workers_start_at_once(dsn: str, admin: Conn) -> None:
     for t in threads:
         t.join(60)
     assert errors == []
-    triggers = admin.execute("SELECT tgname FROM pg_trigger WHERE tgrelid = 'report'::regclass "
-                             "ORDER BY 1").fetchall()
-    assert triggers == [("report_fence",), ("report_fence_truncate",)]
+    assert 200 in statuses and set(statuses) <= {200, 409}, statuses
+    triggers = admin.execute("SELECT tgrelid::regclass::text, tgname FROM pg_trigger"
+                             " WHERE tgrelid IN ('report'::regclass, 'report_run'::regclass)"
+                             " ORDER BY 1, 2").fetchall()
+    assert triggers == [("report", "report_fence"), ("report", "report_fence_truncate"),
+                        ("report_run", "report_run_fence"),
+                        ("report_run", "report_run_fence_truncate")]
+
+
+def test_the_database_down_when_the_app_starts_answers_503_until_it_is_back(
+        proxy: Any) -> None:
+    async def quick_job() -> str:
+        return "after the outage"
+
+    proxy.refuse()
+    with TestClient(fastapi_app.create_app(proxy.conninfo, job=quick_job)) as client:
+        down = client.post(URL)
+        proxy.listen()
+        up = client.post(URL)
+    assert down.status_code == 503, down.text
+    assert "Retry-After" in down.headers
+    assert up.status_code == 200, up.text
 
 
 def test_the_database_out_of_reach_answers_503_with_retry_after(proxy: Any) -> None:
@@ -176,6 +266,10 @@ def test_a_commit_whose_answer_was_lost_is_looked_up_by_token(dsn: str, admin: C
     async def answer_lost(conninfo: str, lease: Any, body: str, run: Any) -> None:
         if commit["really"]:
             await real(conninfo, lease, body, run)
+        else:  # a session that wrote nothing, and ended
+            async with await psycopg.AsyncConnection.connect(
+                    conninfo, application_name=run.session) as conn:
+                run.pid = conn.info.backend_pid
         run.phase = "committing"
         raise psycopg.OperationalError("server closed the connection unexpectedly")
 
@@ -240,3 +334,104 @@ def test_uvicorn_with_three_workers(dsn: str, admin: Conn) -> None:
                            " WHERE tgrelid = 'report'::regclass ORDER BY 1").fetchall()
     # BEFORE INSERT OR UPDATE OR DELETE, row (2|4|8|16 = 31); BEFORE TRUNCATE (32|2 = 34)
     assert fenced == [("report_fence", 31), ("report_fence_truncate", 34)], fenced
+
+
+def report_token(admin: Conn) -> Optional[int]:
+    row = admin.execute("SELECT token FROM report WHERE job = 'nightly-report'").fetchone()
+    return None if row is None else int(row[0])
+
+
+def test_a_commit_held_by_the_network_cannot_land_after_the_answer(
+        holding: HoldingProxy, admin: Conn) -> None:
+    async def arming_job() -> str:
+        holding.hold(b"COMMIT", cut=True)  # the write's COMMIT: held, its client cut
+        return "held commit"
+
+    with TestClient(fastapi_app.create_app(holding.conninfo, ttl=30, job=arming_job)) as client:
+        answer = client.post(URL)
+    assert holding.seen.is_set()
+    token = lease_state(admin)[1]
+    holding.deliver()  # the network lets the COMMIT through, after the answer
+    time.sleep(1)
+    assert answer.status_code == 503, answer.text
+    assert "asking again is safe" in answer.json()["detail"]
+    assert report_token(admin) != token, "the COMMIT landed after 'nothing was stored'"
+    assert admin.execute("SELECT 1 FROM report_run WHERE token = %s", (token,)).fetchone() is None
+
+
+def test_a_commit_whose_answer_was_lost_is_found_after_a_later_run_overwrote_it(
+        dsn: str, admin: Conn, monkeypatch: Any) -> None:
+    real = fastapi_app.write_report
+
+    async def committed_then_overtaken(conninfo: str, lease: Any, body: str, run: Any) -> None:
+        await real(conninfo, lease, body, run)
+        # Before this run looks its COMMIT up, another replica runs the job
+        # and overwrites the report.
+        admin.execute("SELECT dlock_release(%s, %s)", (fastapi_app.JOB, lease.token))
+        with admin.transaction():
+            later = admin.execute("SELECT dlock_acquire(%s, '30 s')",
+                                  (fastapi_app.JOB,)).fetchone()[0]
+            admin.execute("SELECT dlock_assert(%s, %s)", (fastapi_app.JOB, later))
+            admin.execute(fastapi_app.WRITE_SQL, (fastapi_app.JOB, later, "later report"))
+        admin.execute("SELECT dlock_release(%s, %s)", (fastapi_app.JOB, later))
+        run.phase = "committing"
+        raise psycopg.OperationalError("server closed the connection unexpectedly")
+
+    async def quick_job() -> str:
+        return "committed, then overwritten"
+
+    monkeypatch.setattr(fastapi_app, "write_report", committed_then_overtaken)
+    with TestClient(fastapi_app.create_app(dsn, ttl=30, job=quick_job)) as client:
+        answer = client.post(URL)
+    assert answer.status_code == 200, answer.text
+    assert answer.json()["report"] == "committed, then overwritten"
+    assert report_token(admin) != answer.json()["token"]
+
+
+@pytest.mark.parametrize("held", [b"dlock_assert", b"COMMIT"])
+def test_a_black_holed_write_answers_503_in_bounded_time(
+        holding: HoldingProxy, admin: Conn, held: bytes) -> None:
+    async def arming_job() -> str:
+        holding.hold(held)  # the fence or the COMMIT never reaches the server
+        return "black-holed report"
+
+    out: Dict[str, Response] = {}
+    with TestClient(fastapi_app.create_app(holding.conninfo, ttl=2, job=arming_job)) as client:
+        started = time.monotonic()
+        t = post_in_thread(client, out)
+        try:
+            t.join(40)
+            took = time.monotonic() - started
+        finally:
+            holding.cut()  # unblocks a request that hangs
+            t.join(60)
+        token = lease_state(admin)[1]
+        holding.deliver()
+        time.sleep(1)
+        assert took < 40, "no answer in 40 s"
+    answer = out["response"]
+    assert holding.seen.is_set()
+    assert answer.status_code == 503, answer.text
+    assert "Retry-After" in answer.headers
+    assert report_token(admin) != token
+
+
+def test_a_lost_commit_whose_session_lives_on_answers_outcome_unknown(
+        holding: HoldingProxy, admin: Conn, monkeypatch: Any) -> None:
+    # The writing session cannot be ended (as if pg_terminate_backend were not
+    # allowed): the lookup would not be conclusive, so it is not trusted.
+    monkeypatch.setattr(fastapi_app, "TERMINATE_SQL", "SELECT %s::int, %s::text", raising=False)
+    monkeypatch.setattr(fastapi_app, "SETTLE_TIMEOUT", 1.0, raising=False)
+
+    async def arming_job() -> str:
+        holding.hold(b"COMMIT", cut=True)
+        return "held commit"
+
+    with TestClient(fastapi_app.create_app(holding.conninfo, ttl=30, job=arming_job)) as client:
+        answer = client.post(URL)
+    assert holding.seen.is_set()
+    holding.deliver()
+    assert answer.status_code == 503, answer.text
+    detail = answer.json()["detail"]
+    assert "outcome unknown, check before retrying" in detail and "safe" not in detail, detail
+    assert "Retry-After" in answer.headers
