@@ -351,7 +351,7 @@ BEGIN
 		LOOP
 			RAISE WARNING 'partition "%" of "%" is not fenced', t.child, t.parent
 				USING ERRCODE = '01000',
-					  DETAIL = pg_catalog.format('dlock_fenced_tables says: %s.', pg_catalog.array_to_string(t.not_fencing, '; ')),
+					  DETAIL = pg_catalog.format('Column not_fencing of view dlock_fenced_tables says "%s".', pg_catalog.array_to_string(t.not_fencing, '; ')),
 					  HINT = 'Make each dlock_fence trigger of the partition fence it (see the view dlock_fenced_tables).';
 		END LOOP;
 	END LOOP;
