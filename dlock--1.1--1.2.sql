@@ -18,14 +18,50 @@
 
 -- A dlock_fence trigger fences its table only if it fires for every write
 -- of an ordinary session: enabled in origin mode or ALWAYS, BEFORE ... FOR
--- EACH ROW (or BEFORE TRUNCATE FOR EACH STATEMENT), with no column list and
--- no WHEN condition.  Every other one is listed with the reason, and so is
--- every inheritance descendant of a table with a dlock_fence trigger that
--- has no fencing one of its own (row triggers fire only on the table that
--- holds the row).  CREATE OR REPLACE VIEW keeps the columns of 1.1 and adds
--- not_fencing at the end.
+-- EACH ROW (or BEFORE TRUNCATE FOR EACH STATEMENT), with no column list, no
+-- WHEN condition and a token column that holds every bigint.  Every other
+-- one is listed with the reason, and so is every inheritance descendant of
+-- a table with a dlock_fence trigger that has no fencing one of its own
+-- (row triggers fire only on the table that holds the row).  A partitioned
+-- table fences a write only if every partition under it does (a write
+-- through it fires the triggers of the partition that takes the row): its
+-- not_fencing names each partition that does not, at any depth.
+-- CREATE OR REPLACE VIEW keeps the columns of 1.1 and adds not_fencing at
+-- the end.
 CREATE OR REPLACE VIEW @extschema@.dlock_fenced_tables AS
-	WITH RECURSIVE trig AS (
+	WITH RECURSIVE tokcol AS (
+		-- tgargs holds each argument followed by a zero byte: the token
+		-- column is the second.
+		SELECT t.oid AS tgoid, a.attname, a.atttypid, a.atttypid AS typid
+		  FROM pg_catalog.pg_trigger AS t
+		 CROSS JOIN LATERAL (SELECT pg_catalog.substr(t.tgargs,
+							 pg_catalog.position(t.tgargs, pg_catalog.decode('00', 'hex')) OPERATOR(pg_catalog.+) 1) AS rest) AS r
+		  JOIN pg_catalog.pg_attribute AS a
+			ON a.attrelid OPERATOR(pg_catalog.=) t.tgrelid
+		   AND a.attnum OPERATOR(pg_catalog.>) 0
+		   AND NOT a.attisdropped
+		   AND a.attname::pg_catalog.text OPERATOR(pg_catalog.=) pg_catalog.convert_from(
+				   pg_catalog.substr(r.rest, 1,
+									 pg_catalog.position(r.rest, pg_catalog.decode('00', 'hex')) OPERATOR(pg_catalog.-) 1),
+				   pg_catalog.current_setting('server_encoding')::pg_catalog.name)
+		 WHERE t.tgfoid OPERATOR(pg_catalog.=) '@extschema@.dlock_fence()'::pg_catalog.regprocedure
+		   AND t.tgnargs OPERATOR(pg_catalog.>=) 2
+		   AND (t.tgtype::pg_catalog.int4 OPERATOR(pg_catalog.&) 1) OPERATOR(pg_catalog.=) 1
+		UNION
+		SELECT k.tgoid, k.attname, k.atttypid, ty.typbasetype
+		  FROM tokcol AS k
+		  JOIN pg_catalog.pg_type AS ty ON ty.oid OPERATOR(pg_catalog.=) k.typid
+		 WHERE ty.typtype OPERATOR(pg_catalog.=) 'd'
+	), badtoken AS (
+		SELECT k.tgoid,
+			   'token column ' OPERATOR(pg_catalog.||) pg_catalog.quote_ident(k.attname::pg_catalog.text)
+			   OPERATOR(pg_catalog.||) ': ' OPERATOR(pg_catalog.||) pg_catalog.format_type(k.atttypid, NULL)
+			   OPERATOR(pg_catalog.||) ' cannot hold every token' AS reason
+		  FROM tokcol AS k
+		  JOIN pg_catalog.pg_type AS ty ON ty.oid OPERATOR(pg_catalog.=) k.typid
+		 WHERE ty.typtype OPERATOR(pg_catalog.<>) 'd'
+		   AND k.typid OPERATOR(pg_catalog.<>) 'pg_catalog.int8'::pg_catalog.regtype
+	), trig AS (
 		SELECT t.tgrelid, t.tgname, t.tgtype::pg_catalog.int4 AS tgtype,
 			   CASE
 				 WHEN t.tgenabled OPERATOR(pg_catalog.=) 'D'
@@ -39,6 +75,7 @@ CREATE OR REPLACE VIEW @extschema@.dlock_fenced_tables AS
 				   THEN 'column list (UPDATE OF)'
 				 WHEN t.tgqual IS NOT NULL
 				   THEN 'WHEN condition'
+				 ELSE (SELECT b.reason FROM badtoken AS b WHERE b.tgoid OPERATOR(pg_catalog.=) t.oid)
 			   END AS reason
 		  FROM pg_catalog.pg_trigger AS t
 		 WHERE t.tgfoid OPERATOR(pg_catalog.=) '@extschema@.dlock_fence()'::pg_catalog.regprocedure
@@ -52,48 +89,91 @@ CREATE OR REPLACE VIEW @extschema@.dlock_fenced_tables AS
 		  JOIN descendant AS d ON i.inhparent OPERATOR(pg_catalog.=) d.relid
 	), unfenced_child AS (
 		SELECT d.relid,
-			   'inheritance child of ' OPERATOR(pg_catalog.||)
-			   pg_catalog.min(d.ancestor::pg_catalog.regclass::pg_catalog.text) OPERATOR(pg_catalog.||)
-			   ', without a fencing trigger of its own' AS reason
+			   CASE WHEN c.relispartition
+					THEN 'partition of ' OPERATOR(pg_catalog.||)
+						 (SELECT i.inhparent::pg_catalog.regclass::pg_catalog.text FROM pg_catalog.pg_inherits AS i
+						   WHERE i.inhrelid OPERATOR(pg_catalog.=) d.relid)
+						 OPERATOR(pg_catalog.||) ', without a fencing trigger'
+					ELSE 'inheritance child of ' OPERATOR(pg_catalog.||)
+						 pg_catalog.min(d.ancestor::pg_catalog.regclass::pg_catalog.text) OPERATOR(pg_catalog.||)
+						 ', without a fencing trigger of its own'
+			   END AS reason
 		  FROM descendant AS d
+		  JOIN pg_catalog.pg_class AS c ON c.oid OPERATOR(pg_catalog.=) d.relid
 		 WHERE d.relid NOT IN (SELECT trig.tgrelid FROM trig WHERE trig.reason IS NULL)
-		 GROUP BY d.relid
+		 GROUP BY d.relid, c.relispartition
 	), rel AS (
 		SELECT trig.tgrelid AS relid FROM trig
 		UNION
 		SELECT unfenced_child.relid FROM unfenced_child
+	), own AS (
+		SELECT r.relid,
+			   COALESCE(pg_catalog.bool_or((t.tgtype OPERATOR(pg_catalog.&) 7) OPERATOR(pg_catalog.=) 7) FILTER (WHERE t.reason IS NULL), false) AS ins,
+			   COALESCE(pg_catalog.bool_or((t.tgtype OPERATOR(pg_catalog.&) 19) OPERATOR(pg_catalog.=) 19) FILTER (WHERE t.reason IS NULL), false) AS upd,
+			   COALESCE(pg_catalog.bool_or((t.tgtype OPERATOR(pg_catalog.&) 11) OPERATOR(pg_catalog.=) 11) FILTER (WHERE t.reason IS NULL), false) AS del,
+			   COALESCE(pg_catalog.bool_or((t.tgtype OPERATOR(pg_catalog.&) 35) OPERATOR(pg_catalog.=) 34) FILTER (WHERE t.reason IS NULL), false) AS trunc,
+			   COALESCE(pg_catalog.array_agg(t.tgname ORDER BY t.tgname) FILTER (WHERE t.tgname IS NOT NULL AND t.reason IS NULL), '{}'::pg_catalog.name[]) AS triggers,
+			   pg_catalog.array_cat(
+				   COALESCE(pg_catalog.array_agg((t.tgname::pg_catalog.text OPERATOR(pg_catalog.||) ': ' OPERATOR(pg_catalog.||) t.reason) ORDER BY t.tgname) FILTER (WHERE t.reason IS NOT NULL), '{}'::pg_catalog.text[]),
+				   (SELECT pg_catalog.array_agg(u.reason) FROM unfenced_child AS u WHERE u.relid OPERATOR(pg_catalog.=) r.relid)) AS not_fencing,
+			   pg_catalog.array_agg((t.tgname::pg_catalog.text OPERATOR(pg_catalog.||) ' ' OPERATOR(pg_catalog.||) t.reason) ORDER BY t.tgname) FILTER (WHERE t.reason IS NOT NULL) AS bad
+		  FROM rel AS r
+		  LEFT JOIN trig AS t ON t.tgrelid OPERATOR(pg_catalog.=) r.relid
+		 GROUP BY r.relid
+	), part AS (
+		-- Each partition, at any depth, of a partitioned table in the view.
+		SELECT d.ancestor, o.*, c.relkind
+		  FROM descendant AS d
+		  JOIN pg_catalog.pg_class AS c ON c.oid OPERATOR(pg_catalog.=) d.relid AND c.relispartition
+		  JOIN own AS o ON o.relid OPERATOR(pg_catalog.=) d.relid
+		 WHERE (SELECT a.relkind FROM pg_catalog.pg_class AS a WHERE a.oid OPERATOR(pg_catalog.=) d.ancestor) OPERATOR(pg_catalog.=) 'p'
 	)
-	SELECT r.relid::pg_catalog.regclass AS "table",
-		   COALESCE(pg_catalog.bool_or((t.tgtype OPERATOR(pg_catalog.&) 7) OPERATOR(pg_catalog.=) 7) FILTER (WHERE t.reason IS NULL), false) AS "insert",
-		   COALESCE(pg_catalog.bool_or((t.tgtype OPERATOR(pg_catalog.&) 19) OPERATOR(pg_catalog.=) 19) FILTER (WHERE t.reason IS NULL), false) AS "update",
-		   COALESCE(pg_catalog.bool_or((t.tgtype OPERATOR(pg_catalog.&) 11) OPERATOR(pg_catalog.=) 11) FILTER (WHERE t.reason IS NULL), false) AS "delete",
-		   COALESCE(pg_catalog.bool_or((t.tgtype OPERATOR(pg_catalog.&) 35) OPERATOR(pg_catalog.=) 34) FILTER (WHERE t.reason IS NULL), false) AS "truncate",
-		   COALESCE(pg_catalog.array_agg(t.tgname ORDER BY t.tgname) FILTER (WHERE t.tgname IS NOT NULL AND t.reason IS NULL), '{}'::pg_catalog.name[]) AS triggers,
-		   pg_catalog.array_cat(
-			   COALESCE(pg_catalog.array_agg((t.tgname::pg_catalog.text OPERATOR(pg_catalog.||) ': ' OPERATOR(pg_catalog.||) t.reason) ORDER BY t.tgname) FILTER (WHERE t.reason IS NOT NULL), '{}'::pg_catalog.text[]),
-			   (SELECT pg_catalog.array_agg(u.reason) FROM unfenced_child AS u WHERE u.relid OPERATOR(pg_catalog.=) r.relid)) AS not_fencing
-	  FROM rel AS r
-	  LEFT JOIN trig AS t ON t.tgrelid OPERATOR(pg_catalog.=) r.relid
-	 GROUP BY r.relid;
+	SELECT o.relid::pg_catalog.regclass AS "table",
+		   o.ins AND COALESCE(pg_catalog.bool_and(p.ins) FILTER (WHERE p.relkind OPERATOR(pg_catalog.<>) 'p'), true) AS "insert",
+		   o.upd AND COALESCE(pg_catalog.bool_and(p.upd) FILTER (WHERE p.relkind OPERATOR(pg_catalog.<>) 'p'), true) AS "update",
+		   o.del AND COALESCE(pg_catalog.bool_and(p.del) FILTER (WHERE p.relkind OPERATOR(pg_catalog.<>) 'p'), true) AS "delete",
+		   o.trunc AS "truncate",
+		   o.triggers,
+		   o.not_fencing OPERATOR(pg_catalog.||) COALESCE((
+			   SELECT pg_catalog.array_agg(x.reason ORDER BY x.partition, x.reason)
+				 FROM (SELECT q.relid::pg_catalog.regclass::pg_catalog.text AS partition,
+							  'partition ' OPERATOR(pg_catalog.||) q.relid::pg_catalog.regclass::pg_catalog.text
+							  OPERATOR(pg_catalog.||) ': ' OPERATOR(pg_catalog.||) b.b AS reason
+						 FROM part AS q CROSS JOIN LATERAL pg_catalog.unnest(q.bad) AS b(b)
+						WHERE q.ancestor OPERATOR(pg_catalog.=) o.relid
+					   UNION ALL
+					   SELECT q.relid::pg_catalog.regclass::pg_catalog.text,
+							  'partition ' OPERATOR(pg_catalog.||) q.relid::pg_catalog.regclass::pg_catalog.text
+							  OPERATOR(pg_catalog.||) ': no fencing trigger'
+						 FROM part AS q
+						WHERE q.ancestor OPERATOR(pg_catalog.=) o.relid AND q.bad IS NULL
+						  AND q.relkind OPERATOR(pg_catalog.<>) 'p' AND q.triggers OPERATOR(pg_catalog.=) '{}') AS x),
+			   '{}'::pg_catalog.text[]) AS not_fencing
+	  FROM own AS o
+	  LEFT JOIN part AS p ON p.ancestor OPERATOR(pg_catalog.=) o.relid
+	 GROUP BY o.relid, o.ins, o.upd, o.del, o.trunc, o.triggers, o.not_fencing;
 COMMENT ON VIEW @extschema@.dlock_fenced_tables IS
-	'every table with a dlock_fence trigger or an inheritance ancestor that has one, which writes its fencing triggers fence, and why any other does not fence';
+	'every table with a dlock_fence trigger or an inheritance ancestor that has one, which writes its fencing triggers fence (for a partitioned table: those that every partition under it fences), and why any other does not fence';
 COMMENT ON COLUMN @extschema@.dlock_fenced_tables."table" IS 'the table (a partition has triggers of its own, cloned from its parent; an inheritance child needs its own)';
 COMMENT ON COLUMN @extschema@.dlock_fenced_tables."insert" IS 'a fencing BEFORE INSERT row trigger fences INSERT, COPY FROM and the insert of an upsert or MERGE';
 COMMENT ON COLUMN @extschema@.dlock_fenced_tables."update" IS 'a fencing BEFORE UPDATE row trigger fences UPDATE, ON CONFLICT DO UPDATE and MERGE ... THEN UPDATE';
 COMMENT ON COLUMN @extschema@.dlock_fenced_tables."delete" IS 'a fencing BEFORE DELETE row trigger fences DELETE and MERGE ... THEN DELETE; false for triggers created the 1.0 way';
 COMMENT ON COLUMN @extschema@.dlock_fenced_tables."truncate" IS 'a fencing BEFORE TRUNCATE statement trigger fences TRUNCATE';
 COMMENT ON COLUMN @extschema@.dlock_fenced_tables.triggers IS 'the fencing dlock_fence triggers of the table: enabled in origin mode or ALWAYS, with no column list and no WHEN condition';
-COMMENT ON COLUMN @extschema@.dlock_fenced_tables.not_fencing IS 'each dlock_fence trigger of the table that fences nothing, as "trigger: reason" (disabled, replica only, not BEFORE, column list, WHEN condition), and, for an inheritance child with no fencing trigger of its own, that reason; empty if none';
+COMMENT ON COLUMN @extschema@.dlock_fenced_tables.not_fencing IS 'each dlock_fence trigger of the table that fences nothing, as "trigger: reason" (disabled, replica only, not BEFORE, column list, WHEN condition, a token column that cannot hold every token); for an inheritance child or a partition with no fencing trigger, that reason; for a partitioned table, each partition under it that does not fence, as "partition p: trigger reason"; empty if none';
 
 -- The event trigger: a WARNING for DDL that makes a dlock_fence trigger
 -- that does not fence.  PL/pgSQL, so that DDL never needs the dlock
 -- library: it only reads the catalogs and raises no error of its own.
 -- CREATE TRIGGER and CREATE TABLE ... INHERITS are told by the object
--- created.  ALTER TABLE has no parse tree here: the triggers it enabled and
--- the parents it added are the dlock_fence rows of pg_trigger (not
--- disabled) and the pg_inherits rows of the table written by the current
--- transaction, whose xmin is one of the transaction ids this backend holds
--- a lock on (its top transaction and its subtransactions).
+-- created.  ALTER TABLE has no parse tree here: the triggers it enabled or
+-- disabled, the parents it added and the partitions it attached are the
+-- dlock_fence rows of pg_trigger and the pg_inherits rows of the table (or
+-- of its partitions) written by the current transaction, whose xmin is one
+-- of the transaction ids this backend holds a lock on (its top transaction
+-- and its subtransactions).  DISABLE TRIGGER warns although pg_restore
+-- --disable-triggers runs it: a data-only restore enables the triggers
+-- again, and a fence left disabled by hand is what the warning is for.
 CREATE FUNCTION @extschema@.dlock_fence_ddl()
 RETURNS event_trigger
 LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE SECURITY INVOKER
@@ -236,11 +316,49 @@ BEGIN
 					  DETAIL = 'Row triggers fire only on the table that holds the row.',
 					  HINT = pg_catalog.format('Create a dlock_fence trigger on table "%s" too.', t.child);
 		END LOOP;
+
+		CONTINUE WHEN cmd.command_tag OPERATOR(pg_catalog.<>) 'ALTER TABLE';
+		-- DISABLE TRIGGER (by name, ALL or USER) of a dlock_fence trigger of
+		-- the table or, recursing, of its partitions.  pg_restore
+		-- --disable-triggers does it too, and enables them again.
+		FOR t IN
+			SELECT tr.tgname, c.relname
+			  FROM pg_catalog.pg_trigger AS tr
+			  JOIN pg_catalog.pg_class AS c ON c.oid OPERATOR(pg_catalog.=) tr.tgrelid
+			 WHERE tr.tgfoid OPERATOR(pg_catalog.=) fence
+			   AND tr.tgenabled OPERATOR(pg_catalog.=) 'D'
+			   AND tr.xmin OPERATOR(pg_catalog.=) ANY (ours)
+			   AND (tr.tgrelid OPERATOR(pg_catalog.=) rel
+					OR tr.tgrelid IN (SELECT p.relid FROM pg_catalog.pg_partition_tree(rel) AS p))
+			 ORDER BY c.relname, tr.tgname
+		LOOP
+			RAISE WARNING 'trigger "%" on relation "%" does not fence it', t.tgname, t.relname
+				USING ERRCODE = '01000',
+					  DETAIL = 'The trigger is disabled: no write to the table is fenced until it is enabled again.',
+					  HINT = pg_catalog.format('Enable trigger "%s" with ALTER TABLE ... ENABLE TRIGGER.', t.tgname);
+		END LOOP;
+		-- ATTACH PARTITION of a partition that its clones do not fence.
+		FOR t IN
+			SELECT ch.relname AS child, pa.relname AS parent, f.not_fencing
+			  FROM pg_catalog.pg_inherits AS i
+			  JOIN pg_catalog.pg_class AS ch ON ch.oid OPERATOR(pg_catalog.=) i.inhrelid AND ch.relispartition
+			  JOIN pg_catalog.pg_class AS pa ON pa.oid OPERATOR(pg_catalog.=) i.inhparent
+			  JOIN @extschema@.dlock_fenced_tables AS f ON f."table" OPERATOR(pg_catalog.=) i.inhrelid::pg_catalog.regclass
+			 WHERE i.inhparent OPERATOR(pg_catalog.=) rel
+			   AND i.xmin OPERATOR(pg_catalog.=) ANY (ours)
+			   AND pg_catalog.cardinality(f.not_fencing) OPERATOR(pg_catalog.>) 0
+			 ORDER BY ch.relname
+		LOOP
+			RAISE WARNING 'partition "%" of "%" is not fenced', t.child, t.parent
+				USING ERRCODE = '01000',
+					  DETAIL = pg_catalog.format('Column not_fencing of view dlock_fenced_tables says "%s".', pg_catalog.array_to_string(t.not_fencing, '; ')),
+					  HINT = 'Make each dlock_fence trigger of the partition fence it (see the view dlock_fenced_tables).';
+		END LOOP;
 	END LOOP;
 END
 $dlock$;
 COMMENT ON FUNCTION @extschema@.dlock_fence_ddl() IS
-	'event trigger: a WARNING when CREATE TRIGGER, ALTER TABLE ... ENABLE [REPLICA | ALWAYS] TRIGGER, CREATE TABLE ... INHERITS or ALTER TABLE ... INHERIT leaves a dlock_fence trigger that does not fence its table';
+	'event trigger: a WARNING when CREATE TRIGGER, ALTER TABLE ... ENABLE [REPLICA | ALWAYS] | DISABLE TRIGGER, CREATE TABLE ... INHERITS, ALTER TABLE ... INHERIT or ALTER TABLE ... ATTACH PARTITION leaves a dlock_fence trigger that does not fence its table';
 CREATE EVENT TRIGGER dlock_fence_ddl ON ddl_command_end
 	WHEN TAG IN ('CREATE TRIGGER', 'ALTER TABLE', 'CREATE TABLE')
 	EXECUTE FUNCTION @extschema@.dlock_fence_ddl();
@@ -250,6 +368,8 @@ COMMENT ON EVENT TRIGGER dlock_fence_ddl IS
 -- Fenced tables whose token column cannot hold every bigint: from 1.2 on
 -- dlock_fence refuses them when it first fires, with SQLSTATE 42804 (the
 -- first 1.1 token is about 1.8e15).  bigint and domains over bigint pass.
+-- And dlock_fence triggers with a column list or a WHEN condition, which
+-- it refuses from 1.2 on when they fire.
 DO $dlock$
 DECLARE
 	tables pg_catalog.text;
@@ -302,6 +422,23 @@ BEGIN
 		RAISE NOTICE 'dlock_fence refuses these token columns, whose type cannot hold every token: %', tables
 			USING DETAIL = 'Tokens are bigint values above 2^31 (about 1.8e15 and up since 1.1); the first write through the fence fails with SQLSTATE 42804.',
 				  HINT = 'Change each column with ALTER TABLE ... ALTER COLUMN ... TYPE bigint (a domain over bigint is accepted too).';
+	END IF;
+	-- dlock_fence triggers that 1.2 refuses when they fire (39P01).
+	SELECT pg_catalog.string_agg(pg_catalog.format('%s on %s (%s)', pg_catalog.quote_ident(t.tgname::pg_catalog.text),
+							  t.tgrelid::pg_catalog.regclass::pg_catalog.text,
+							  CASE WHEN t.tgqual IS NULL THEN 'column list'
+								   WHEN pg_catalog.cardinality(t.tgattr::pg_catalog.int2[]) OPERATOR(pg_catalog.=) 0 THEN 'WHEN condition'
+								   ELSE 'column list, WHEN condition' END),
+							  ', ' ORDER BY t.tgrelid::pg_catalog.regclass::pg_catalog.text, t.tgname)
+	  INTO tables
+	  FROM pg_catalog.pg_trigger AS t
+	 WHERE t.tgfoid OPERATOR(pg_catalog.=) '@extschema@.dlock_fence()'::pg_catalog.regprocedure
+	   AND (pg_catalog.cardinality(t.tgattr::pg_catalog.int2[]) OPERATOR(pg_catalog.>) 0 OR t.tgqual IS NOT NULL);
+	IF tables IS NOT NULL THEN
+		PERFORM pg_catalog.set_config('client_min_messages', 'notice', true);
+		RAISE NOTICE 'dlock_fence refuses these triggers when they fire, since they do not fire for every write: %', tables
+			USING DETAIL = 'From 1.2 on a dlock_fence trigger with a column list (UPDATE OF) or a WHEN condition fails with SQLSTATE 39P01.',
+				  HINT = 'Re-create each trigger BEFORE INSERT OR UPDATE OR DELETE ... FOR EACH ROW, without OF and without WHEN.';
 	END IF;
 END
 $dlock$;

@@ -3,11 +3,12 @@
 -- The fence's configuration (issue 24 items 7 and 11): a dlock_fence
 -- trigger that does not fire for every write (a column list, a WHEN
 -- condition, ENABLE REPLICA, disabled, an inheritance child without a
--- trigger of its own) is reported by dlock_fenced_tables with the reason,
--- refused when it fires (a column list, WHEN), and warned about by the
--- event trigger dlock_fence_ddl (also sql/fence_ddl.sql); a token column
--- that cannot hold every bigint is refused with a hint, bigint and domains
--- over bigint pass.
+-- trigger of its own, a partition whose clone does not fence, which its
+-- partitioned ancestors then do not either, a token column that cannot
+-- hold every bigint) is reported by dlock_fenced_tables with the reason,
+-- refused when it fires (a column list, WHEN, the token column), and
+-- warned about by the event trigger dlock_fence_ddl (also
+-- sql/fence_ddl.sql); bigint and domains over bigint pass.
 --
 \set SHOW_CONTEXT never
 DROP EXTENSION dlock;
@@ -112,6 +113,29 @@ CREATE TABLE parted (id int, token bigint) PARTITION BY RANGE (id);
 CREATE TRIGGER parted_fence BEFORE INSERT OR UPDATE OR DELETE ON parted
   FOR EACH ROW EXECUTE FUNCTION dlock_fence('cfg', 'token');
 CREATE TABLE parted_1 PARTITION OF parted FOR VALUES FROM (0) TO (10);
+-- A partition whose clone of the fence is disabled, at any depth: its
+-- partitioned ancestors do not fence either, and name it (DISABLE TRIGGER,
+-- by name or USER, warns).  A stale INSERT through the parent passes.
+CREATE TABLE ep (id int, k int, token bigint) PARTITION BY LIST (k);
+CREATE TRIGGER f BEFORE INSERT OR UPDATE OR DELETE ON ep
+  FOR EACH ROW EXECUTE FUNCTION dlock_fence('cfg', 'token');
+CREATE TABLE ep1 PARTITION OF ep FOR VALUES IN (1);
+CREATE TABLE ep2 PARTITION OF ep FOR VALUES IN (2, 3) PARTITION BY LIST (k);
+CREATE TABLE ep3 PARTITION OF ep2 FOR VALUES IN (3);
+CREATE TABLE ep4 PARTITION OF ep FOR VALUES IN (4);
+ALTER TABLE ep1 DISABLE TRIGGER f;
+ALTER TABLE ep3 DISABLE TRIGGER USER;
+INSERT INTO ep VALUES (1, 1, :t1);
+\set VERBOSITY sqlstate
+INSERT INTO ep VALUES (4, 4, :t1);
+\set VERBOSITY default
+-- A token column that cannot hold every token does not fence; nor does a
+-- partition attached to such a table (ATTACH PARTITION warns).
+CREATE TABLE small (id int, token int) PARTITION BY RANGE (id);
+CREATE TRIGGER small_fence BEFORE INSERT OR UPDATE OR DELETE ON small
+  FOR EACH ROW EXECUTE FUNCTION dlock_fence('cfg', 'token');
+CREATE TABLE small_1 (id int, token int);
+ALTER TABLE small ATTACH PARTITION small_1 FOR VALUES FROM (0) TO (10);
 
 SELECT * FROM dlock_fenced_tables ORDER BY "table"::text;
 
@@ -182,14 +206,16 @@ ROLLBACK;
 \echo :LAST_ERROR_SQLSTATE
 
 DROP TABLE good, col_list, cond, replica, always, after, disabled, reenabled,
-  child, grandchild, adopted, fenced_child, parent2, child2, parted, types;
+  child, grandchild, adopted, fenced_child, parent2, child2, parted, types,
+  ep, small;
 DROP DOMAIN small_token, positive_token, token_t, tiny_token;
 SELECT * FROM dlock_fenced_tables;
 SELECT dlock_release('cfg', :t2) AS released;
 
 -- The update from 1.1 names the fenced tables whose token column the fence
 -- refuses (not those of bigint or a domain over bigint, nor TRUNCATE
--- triggers, which have no token column).
+-- triggers, which have no token column), and its triggers with a column
+-- list or a WHEN condition.
 DROP EXTENSION dlock;
 CREATE EXTENSION dlock VERSION '1.1';
 CREATE DOMAIN small_token AS int;
@@ -216,6 +242,11 @@ CREATE TRIGGER f_dom2 BEFORE INSERT ON old_types
   FOR EACH ROW EXECUTE FUNCTION dlock_fence('cfg', 't_dom2');
 CREATE TRIGGER f_truncate BEFORE TRUNCATE ON old_types
   FOR EACH STATEMENT EXECUTE FUNCTION dlock_fence('cfg', 't_int');
+-- And the triggers it refuses when they fire.
+CREATE TRIGGER f_cols BEFORE UPDATE OF t_bigint ON old_types
+  FOR EACH ROW EXECUTE FUNCTION dlock_fence('cfg', 't_bigint');
+CREATE TRIGGER f_when BEFORE INSERT ON old_types
+  FOR EACH ROW WHEN (NEW.t_bigint > 0) EXECUTE FUNCTION dlock_fence('cfg', 't_bigint');
 ALTER EXTENSION dlock UPDATE;
 DROP TABLE old_types;
 DROP DOMAIN small_token, token_t2, token_t;

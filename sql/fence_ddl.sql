@@ -11,8 +11,8 @@
 CREATE TABLE ddl_only (id int, token bigint);
 CREATE TRIGGER ddl_only_fence BEFORE INSERT ON ddl_only
   FOR EACH ROW WHEN (NEW.id > 0) EXECUTE FUNCTION dlock_fence('cfg', 'token');
--- An ALTER TABLE in a subtransaction that enables it warns; one that
--- enables nothing (ADD COLUMN, DISABLE) does not.
+-- An ALTER TABLE in a subtransaction that disables or enables it warns;
+-- one that changes no trigger (ADD COLUMN) does not.
 BEGIN;
 SAVEPOINT s;
 ALTER TABLE ddl_only DISABLE TRIGGER ddl_only_fence;

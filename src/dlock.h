@@ -235,6 +235,8 @@ typedef enum FenceMoveStage
 typedef struct FenceMove
 {
 	FenceMoveStage stage;
+	CommandId	cid;			/* the UPDATE's command (FenceMoveCommand) */
+	Oid			user;			/* ... and its current user */
 	Oid			relid;			/* the source partition */
 	ItemPointerData tid;		/* the old row version */
 	int64		old_writer;		/* checked against the old row's lock */

@@ -28,6 +28,7 @@
 #include "utils/builtins.h"
 #include "utils/lsyscache.h"
 #include "utils/rel.h"
+#include "utils/snapmgr.h"
 #include "utils/timestamp.h"
 
 #include "compat.h"
@@ -596,6 +597,33 @@ FencePartitionRoot(Oid relid)
 }
 
 /*
+ * The command a row trigger fires for: the command id of the active
+ * snapshot, which the executor keeps for the whole statement, the INSERT
+ * and DELETE halves of a partition move included, while a trigger's own
+ * SPI queries (which advance the command counter) push snapshots of their
+ * own and pop them.  A later statement of the transaction has another
+ * command id when the UPDATE wrote (it did, if a move is pending).
+ */
+static CommandId
+FenceMoveCommand(void)
+{
+	return ActiveSnapshotSet() ? GetActiveSnapshot()->curcid :
+		GetCurrentCommandId(false);
+}
+
+/*
+ * Is the pending move (at stage) one of this very statement, by the same
+ * user?  An UPDATE that left the row where it was leaves the move pending
+ * until the next write of the tree; it must not serve another statement.
+ */
+static bool
+FenceMoveIsOurs(const FenceMove *move, FenceMoveStage stage)
+{
+	return move->stage == stage && move->cid == FenceMoveCommand() &&
+		move->user == GetUserId();
+}
+
+/*
  * BEFORE INSERT: the writer's token is the row's, or for a NULL token the
  * declared one (filled in), or for the INSERT half of a partition move the
  * one its UPDATE checked.
@@ -610,7 +638,7 @@ FenceInsert(const DlockRelations *rels, const FenceConfig *cfg,
 	int64		token = FenceRowToken(cfg, tuple, &isnull);
 	FenceWriter w;
 
-	if (move->stage == FENCE_MOVE_INSERT && !isnull &&
+	if (FenceMoveIsOurs(move, FENCE_MOVE_INSERT) && !isnull &&
 		token == move->new_token &&
 		FenceMoveLockIs(move->new_lock, move->new_len, lock) &&
 		cfg->rel->rd_rel->relispartition &&
@@ -705,6 +733,8 @@ FenceUpdate(const DlockRelations *rels, const FenceConfig *cfg,
 
 	if (cfg->rel->rd_rel->relispartition)
 	{
+		move->cid = FenceMoveCommand();
+		move->user = GetUserId();
 		move->relid = RelationGetRelid(cfg->rel);
 		move->tid = oldtuple->t_self;
 		move->old_writer = ow.token;
@@ -735,7 +765,7 @@ FenceDelete(const DlockRelations *rels, const FenceConfig *cfg,
 	int64		token = FenceRowToken(cfg, oldtuple, &isnull);
 	FenceWriter w;
 
-	if (move->stage == FENCE_MOVE_DELETE &&
+	if (FenceMoveIsOurs(move, FENCE_MOVE_DELETE) &&
 		move->relid == RelationGetRelid(cfg->rel) &&
 		ItemPointerEquals(&move->tid, &oldtuple->t_self) &&
 		FenceMoveLockIs(move->old_lock, move->old_len, lock))
