@@ -75,8 +75,16 @@ class AsyncLease(_core.LeaseBase):
         if self._foreign():
             return  # a forked child: the lease and its connections are the parent's
         async with self._finishing:
-            await self._stop_renewer()
-            await run_async(_core.release(self, propagating), self._ex)
+            try:
+                await self._stop_renewer()
+                await run_async(_core.release(self, propagating), self._ex)
+            except BaseException as e:
+                # Cancelled (asyncio.wait_for, a task group) or failed half
+                # way: never left looking held; the statement in flight was
+                # abandoned, and a connection of the application's with it
+                # shut down.
+                _core.release_interrupted(self, e)
+                raise
 
     async def wait_lost(self, timeout: Optional[float] = None) -> bool:
         """Wait until the lease is lost (True), released, or timeout passes (False)."""
@@ -86,7 +94,8 @@ class AsyncLease(_core.LeaseBase):
                 return True
             if self._ended:
                 return False
-            pause = self.remaining() + 0.001
+            # At most a second at a time: a suspend is noticed on resume.
+            pause = min(self.remaining() + 0.001, 1.0)
             if end is not None:
                 if time.monotonic() >= end:
                     return False
