@@ -163,7 +163,9 @@ def lease(conninfo_or_connection: "Union[str, psycopg.Connection[Any]]", name: s
 
     ``ttl`` and ``wait`` are seconds (int or float) or ``timedelta``s.  Raises
     ``dlock.Busy`` if somebody else still holds the lease after ``wait``.  The
-    acquire is committed before the block runs.  A connection passed in must
+    acquire is committed before the block runs; without an answer from the
+    server in ``wait`` + 5 s it is given up with ``dlock.Error`` (the
+    connection discarded; had it committed, that lease expires at its ttl).  A connection passed in must
     be idle (not inside a transaction); a connection string gets a
     connection of its own, closed at the end.
 
