@@ -326,7 +326,8 @@ class AsyncExecutor:
         shut down (never used again: it would be left in the middle of a
         statement) and the statement's task runs on until it fails on the
         closed socket, which leaves the connection ``broken``: a pool
-        discards it.  Our own connection is closed by the cancelled task."""
+        discards it.  Our own connection is closed by the cancelled task
+        (the next statement opens another)."""
         if task.done():
             if not task.cancelled():
                 task.exception()  # retrieved: what matters is in the lease's state
@@ -337,6 +338,8 @@ class AsyncExecutor:
             shut_down(theirs)
             task.add_done_callback(functools.partial(_retrieve, conn=theirs))
         else:
+            if self.owned:
+                self.conn = None  # the cancelled task closes it; the next statement reconnects
             task.cancel()
 
     async def _sleep(self, op: Sleep) -> bool:
