@@ -68,7 +68,12 @@ class AsyncLease(_core.LeaseBase):
                         self._ex)
 
     async def release(self) -> None:
-        """Stop renewing and give the lease back now (see ``dlock.Lease.release``)."""
+        """Stop renewing and give the lease back now (see ``dlock.Lease.release``).
+
+        Cancelled half way (``asyncio.wait_for``, a task group), it leaves the
+        lease released, never held (it expires by itself at its deadline
+        unless the release got through), shuts down a connection passed in
+        that it was using, and lets the ``CancelledError`` through."""
         await self._finish(propagating=False)
 
     async def _finish(self, propagating: bool) -> None:
