@@ -106,7 +106,7 @@ psql -X -q -v ON_ERROR_STOP=1 -d "$DB" -c "CREATE EXTENSION dlock" ||
 	{ echo "Bail out! CREATE EXTENSION dlock failed"; exit 1; }
 
 # The restart test goes last: it restarts the server under everything else.
-tests=(test_lease.py test_aio.py test_leader.py test_client_faults.py test_fastapi_app.py test_restart.py)
+tests=(test_lease.py test_aio.py test_leader.py test_client_faults.py test_client_interruptions.py test_fastapi_app.py test_restart.py)
 (
 	cd "$work/src/tests" &&
 		PYTHONPATH=$work/target DLOCK_TEST_DSN="dbname=$DB" DLOCK_EXAMPLES=$top/examples \

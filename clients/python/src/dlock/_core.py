@@ -281,14 +281,42 @@ class LeaseBase:
 
 # --- the operations -------------------------------------------------------
 
+# How much longer than its ``wait`` an acquire may take before the client
+# gives up on it (a network that swallows packets after the connect).
+ACQUIRE_MARGIN = 5.0
+
+
+def acquire_budget(wait: float) -> float:
+    return wait + ACQUIRE_MARGIN
+
+
 def acquire(lease: LeaseBase, wait: float) -> Step[None]:
-    """Take the lease (committed when this returns); Busy if it stays held."""
+    """Take the lease (committed when this returns); Busy if it stays held.
+
+    Bounded by acquire_budget(wait): without an answer by then the
+    connection is discarded and dlock.Error is raised (its ``__cause__`` a
+    TimeoutError).  The acquire may have committed meanwhile: that lease
+    is nobody's, and expires by itself at its ttl."""
+    try:
+        yield from _acquire(lease, wait)
+    except TimeoutError as e:
+        budget = acquire_budget(wait)
+        log.warning('acquire of lease "%s" got no answer in %.3g s: its connection is '
+                    'dropped; if the acquire committed meanwhile, the lease stays busy until '
+                    'it expires by itself at its ttl (%.3g s)', lease.name, budget, lease._ttl)
+        raise Error(f'acquire of lease "{lease.name}" got no answer from the server in '
+                    f'{budget:.3g} s (if it committed, the lease expires by itself at its '
+                    f'ttl)') from e
+
+
+def _acquire(lease: LeaseBase, wait: float) -> Step[None]:
+    """acquire(), raising TimeoutError when it gets no answer in time."""
     try:
         results = yield Execute((
             (ACQUIRE_SQL, (lease.name, timedelta(seconds=lease._ttl), timedelta(seconds=wait),
                            lease.owner_id)),
             (EXPIRY_SQL, (lease.name,)),
-        ))
+        ), timeout=acquire_budget(wait))
     except psycopg.errors.UndefinedFunction as e:
         if _NOT_INSTALLED_HINT not in _describe(e):
             raise
@@ -352,9 +380,14 @@ def renew_loop(lease: LeaseBase) -> Step[None]:
     every = lease._ttl / 3
     retry = min(max(lease._ttl / 10, 0.02), 1.0)
     while True:
-        if (yield Sleep(max(0.0, lease._sent + every - now()))):
-            return _stopped(lease)
-        why = "no answer from the server"
+        # In slices of at most `retry` (1 s), each checking the deadline on
+        # the clock that counts a suspend: the sleep itself is timed on the
+        # monotonic clock, which stops while the machine sleeps.
+        while (pause := lease._sent + every - now()) > 0 and now() < lease._deadline:
+            if (yield Sleep(min(pause, retry))):
+                return _stopped(lease)
+        why = ("no answer from the server" if now() < lease._deadline else
+               "the renewer did not run in time: a suspended machine, or a stalled process")
         while True:
             left = lease._deadline - now()
             if left <= 0:
@@ -436,6 +469,22 @@ def release(lease: LeaseBase, propagating: bool) -> Step[None]:
         raise lease._lost_error()
 
 
+def release_interrupted(lease: LeaseBase, error: BaseException) -> None:
+    """A release (or the end of a block) interrupted by ``error``: a
+    cancellation, KeyboardInterrupt, a failure.  Whether the server
+    released the lease is not known; the lease is never left looking held
+    (nothing renews it any more): it ends here, as a release without an
+    answer does, and expires by itself at its deadline."""
+    if lease._ended:
+        return
+    log.warning('release of lease "%s" (token %d) was interrupted (%s): the lease is no '
+                'longer renewed, and unless the release got through it expires by itself at '
+                'its deadline, %s on the server\'s clock', lease.name, lease.token,
+                _describe(error) if str(error) else type(error).__name__,
+                getattr(lease, "expires_at", "unknown"))
+    lease._mark_released()
+
+
 def check_fence_cursor(autocommit: bool, status: pq.TransactionStatus) -> None:
     if autocommit and status == pq.TransactionStatus.IDLE:
         raise Error("Lease.fence() needs a transaction: on an autocommit connection, "
@@ -470,11 +519,11 @@ def campaign(lease: LeaseBase, retry: float) -> Step[bool]:
     """
     while True:
         try:
-            yield from acquire(lease, 0.0)
+            yield from _acquire(lease, 0.0)
             return True
         except Busy:
             pass
-        except (psycopg.Error, OSError) as e:
+        except (psycopg.Error, OSError) as e:  # TimeoutError too
             log.info('campaign for "%s" failed, retrying: %s', lease.name, _describe(e))
         if (yield Sleep(retry)):
             return False

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import asyncio
+import functools
 import math
 import os
 import socket
@@ -267,6 +268,8 @@ class AsyncExecutor:
         self.owned = conn is None
         self.stop = stop if stop is not None else asyncio.Event()
         self.pid = os.getpid()
+        # The application's connection while a statement of ours runs on it.
+        self.in_use: "Optional[psycopg.AsyncConnection[Any]]" = None
         if conn is not None:
             check_prepare(conn)
         _executors.add(self)
@@ -292,31 +295,52 @@ class AsyncExecutor:
     async def _execute_bounded(self, op: Execute, timeout: float) -> Results:
         task = asyncio.ensure_future(self._execute(op))
         waiting: "set[asyncio.Future[Any]]" = {task}
+        stopper: "Optional[asyncio.Future[Any]]" = None
         if self.abandon_on_stop:
-            waiting.add(asyncio.ensure_future(self.stop.wait()))
+            stopper = asyncio.ensure_future(self.stop.wait())
+            waiting.add(stopper)
+        # Timed on the clock that counts a suspend, in slices of a second
+        # (asyncio's own timeouts run on the monotonic clock).
+        end = _core.now() + max(0.0, timeout)
         try:
-            await asyncio.wait(waiting, timeout=max(0.0, timeout),
-                               return_when=asyncio.FIRST_COMPLETED)
+            while not any(f.done() for f in waiting) and (left := end - _core.now()) > 0:
+                await asyncio.wait(waiting, timeout=min(left, 1.0),
+                                   return_when=asyncio.FIRST_COMPLETED)
+        except BaseException:  # cancelled (or interrupted) while it runs
+            self._abandon(task)
+            raise
         finally:
-            for f in waiting:
-                if not f.done():
-                    f.cancel()
+            if stopper is not None and not stopper.done():
+                stopper.cancel()
         if task.done() and not task.cancelled():
             return task.result()
-        await self._discard()
+        self._abandon(task)
         if self.abandon_on_stop and self.stop.is_set():
             raise TimeoutError("stopped")
         raise TimeoutError(f"no answer from the server in {timeout:.3g} s")
 
-    async def _discard(self) -> None:
-        conn = self.conn
-        if conn is None:
+    def _abandon(self, task: "asyncio.Future[Results]") -> None:
+        """Give up on a statement in flight, without waiting for it.
+
+        The application's connection, when the statement runs on it, is
+        shut down (never used again: it would be left in the middle of a
+        statement) and the statement's task runs on until it fails on the
+        closed socket, which leaves the connection ``broken``: a pool
+        discards it.  Our own connection is closed by the cancelled task
+        (the next statement opens another)."""
+        if task.done():
+            if not task.cancelled():
+                task.exception()  # retrieved: what matters is in the lease's state
             return
-        if self.owned:
-            await self.close()
-        else:
-            shut_down(conn)  # the application's: broken, never reused
+        theirs = self.in_use
+        if theirs is not None:
             self.conn = None
+            shut_down(theirs)
+            task.add_done_callback(functools.partial(_retrieve, conn=theirs))
+        else:
+            if self.owned:
+                self.conn = None  # the cancelled task closes it; the next statement reconnects
+            task.cancel()
 
     async def _sleep(self, op: Sleep) -> bool:
         if self.stop.is_set():
@@ -338,7 +362,12 @@ class AsyncExecutor:
             try:
                 return await _arun_statements(current, op)
             except (psycopg.OperationalError, asyncio.CancelledError):
-                await self.close()  # reopened by the next statement
+                if self.conn is current:
+                    self.conn = None  # reopened by the next statement
+                try:
+                    await current.close()
+                except BaseException:  # a connection cut mid-query
+                    pass
                 raise
         conn = self.conn
         if (conn is None or conn.closed or conn.broken
@@ -346,7 +375,11 @@ class AsyncExecutor:
             async with await psycopg.AsyncConnection.connect(
                     self.conninfo, **connect_kwargs(op.timeout)) as other:
                 return await _arun_statements(other, op)
-        return await _arun_statements(conn, op)
+        self.in_use = conn
+        try:
+            return await _arun_statements(conn, op)
+        finally:
+            self.in_use = None
 
     async def close(self) -> None:
         if os.getpid() != self.pid:
@@ -358,6 +391,20 @@ class AsyncExecutor:
                 await conn.close()
             except BaseException:  # a connection cut mid-query
                 pass
+
+
+def _retrieve(task: "asyncio.Future[Any]", conn: "psycopg.AsyncConnection[Any]") -> None:
+    """A done callback of an abandoned statement on a connection that was
+    shut down: retrieve its failure, and let libpq see the closed socket
+    (the statement may have finished from what was read already), so that
+    the connection says ``broken``.  Its socket is no longer watched by
+    the event loop by then."""
+    if not task.cancelled():
+        task.exception()
+    try:
+        conn.pgconn.consume_input()
+    except Exception:  # the end of the stream: the connection is BAD now
+        pass
 
 
 async def renew_until_stopped(lease: _core.LeaseBase, conninfo: str, stop: asyncio.Event) -> None:

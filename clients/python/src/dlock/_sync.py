@@ -78,8 +78,12 @@ class Lease(_core.LeaseBase):
         if self._foreign():
             return  # a forked child: the lease and its connections are the parent's
         with self._finishing:
-            self._stop_renewer()
-            run_sync(_core.release(self, propagating), self._ex)
+            try:
+                self._stop_renewer()
+                run_sync(_core.release(self, propagating), self._ex)
+            except BaseException as e:  # KeyboardInterrupt, a failure: never left held
+                _core.release_interrupted(self, e)
+                raise
 
     def wait_lost(self, timeout: Optional[float] = None) -> bool:
         """Block until the lease is lost (True), released, or timeout passes
@@ -90,7 +94,8 @@ class Lease(_core.LeaseBase):
                 return True
             if self._ended:
                 return False
-            pause = self.remaining() + 0.001
+            # At most a second at a time: a suspend is noticed on resume.
+            pause = min(self.remaining() + 0.001, 1.0)
             if end is not None:
                 if time.monotonic() >= end:
                     return False
@@ -158,7 +163,9 @@ def lease(conninfo_or_connection: "Union[str, psycopg.Connection[Any]]", name: s
 
     ``ttl`` and ``wait`` are seconds (int or float) or ``timedelta``s.  Raises
     ``dlock.Busy`` if somebody else still holds the lease after ``wait``.  The
-    acquire is committed before the block runs.  A connection passed in must
+    acquire is committed before the block runs; without an answer from the
+    server in ``wait`` + 5 s it is given up with ``dlock.Error`` (the
+    connection discarded; had it committed, that lease expires at its ttl).  A connection passed in must
     be idle (not inside a transaction); a connection string gets a
     connection of its own, closed at the end.
 

@@ -68,15 +68,28 @@ class AsyncLease(_core.LeaseBase):
                         self._ex)
 
     async def release(self) -> None:
-        """Stop renewing and give the lease back now (see ``dlock.Lease.release``)."""
+        """Stop renewing and give the lease back now (see ``dlock.Lease.release``).
+
+        Cancelled half way (``asyncio.wait_for``, a task group), it leaves the
+        lease released, never held (it expires by itself at its deadline
+        unless the release got through), shuts down a connection passed in
+        that it was using, and lets the ``CancelledError`` through."""
         await self._finish(propagating=False)
 
     async def _finish(self, propagating: bool) -> None:
         if self._foreign():
             return  # a forked child: the lease and its connections are the parent's
         async with self._finishing:
-            await self._stop_renewer()
-            await run_async(_core.release(self, propagating), self._ex)
+            try:
+                await self._stop_renewer()
+                await run_async(_core.release(self, propagating), self._ex)
+            except BaseException as e:
+                # Cancelled (asyncio.wait_for, a task group) or failed half
+                # way: never left looking held; the statement in flight was
+                # abandoned, and a connection of the application's with it
+                # shut down.
+                _core.release_interrupted(self, e)
+                raise
 
     async def wait_lost(self, timeout: Optional[float] = None) -> bool:
         """Wait until the lease is lost (True), released, or timeout passes (False)."""
@@ -86,7 +99,8 @@ class AsyncLease(_core.LeaseBase):
                 return True
             if self._ended:
                 return False
-            pause = self.remaining() + 0.001
+            # At most a second at a time: a suspend is noticed on resume.
+            pause = min(self.remaining() + 0.001, 1.0)
             if end is not None:
                 if time.monotonic() >= end:
                     return False
