@@ -23,6 +23,13 @@
 
 PGconn	   *conn = NULL;
 
+/*
+ * Set (by the supervisor) when nothing is left to keep the lease for: a
+ * connection attempt or query in progress gives up at once (the query with
+ * QUERY_INTERRUPTED, "abandoned"; its connection is then unusable).
+ */
+bool		abandon_queries = false;
+
 /* the statements that call dlock (see BuildQueries) */
 static char sql_acquire[1024];
 static char sql_renew[1024];
@@ -129,9 +136,9 @@ Connect(double deadline, bool interruptible, char **errmsg)
 		}
 		ready = WaitEvent(PQsocket(c),
 						  status == PGRES_POLLING_READING ? POLLIN : POLLOUT, until);
-		if (interruptible && interrupt_signal != 0)
+		if ((interruptible && interrupt_signal != 0) || abandon_queries)
 		{
-			*errmsg = CopyMessage("interrupted");
+			*errmsg = CopyMessage(abandon_queries ? "abandoned" : "interrupted");
 			PQfinish(c);
 			return NULL;
 		}
@@ -298,6 +305,13 @@ RunQuery(PGconn *c, const char *sql, int nparams, const char *const *params,
 		{
 			bool		ready = WaitEvent(PQsocket(c), POLLIN, deadline);
 
+			if (abandon_queries)
+			{
+				if (res != NULL)
+					PQclear(res);
+				*errmsg = CopyMessage("abandoned");
+				return QUERY_INTERRUPTED;
+			}
 			if (interruptible && interrupt_signal != 0 && !canceled)
 			{
 				SendCancel(c);

@@ -199,10 +199,14 @@ extern void ParseOptions(int argc, char **argv);
 extern void ScanDescendants(void);
 extern int	SignalDescendants(int signo);
 extern int	CountDescendants(void);
-extern void DescribeDescendants(pid_t except, char *buf, size_t len);
+extern int	CountUnreachable(void);
+extern void RaiseFdLimit(void);
+extern void DescribeDescendants(pid_t except, bool only_unreachable, char *buf,
+								size_t len);
 
 /* conn.c */
 extern PGconn *conn;
+extern bool abandon_queries;
 extern bool EnsureConnection(double deadline, bool interruptible, char **errmsg);
 extern void DropConnection(void);
 extern void BuildQueries(void);
@@ -231,6 +235,7 @@ extern double wait_secs;
 extern double renew_secs;
 extern double kill_secs;
 extern char left_behind[512];
+extern char out_of_reach[512];
 extern void ExitInterrupted(void) __attribute__((noreturn));
 extern void Die(int code) __attribute__((noreturn));
 extern void FatalError(const char *msg) __attribute__((noreturn));
