@@ -28,7 +28,10 @@
  * which is safe for dlock-run's own children only.  When pidfd_open fails
  * for lack of file descriptors (EMFILE, ENFILE), the process is tracked by
  * its pid with kill(), never taken for gone; RaiseFdLimit raises the soft
- * RLIMIT_NOFILE to the hard limit at start so that this stays rare.
+ * RLIMIT_NOFILE to the hard limit at start so that this stays rare.  The
+ * last FD_RESERVE descriptors are never used for pidfds (a process that
+ * would get one is tracked by pid instead), so that reading /proc and the
+ * connection always have descriptors left.
  *
  * Copyright (c) 2026, the dlock developers
  *
@@ -70,6 +73,10 @@ static Descendant *procs = NULL;
 static int	nprocs = 0;
 static int	maxprocs = 0;
 static unsigned round_no = 0;
+
+/* pidfds only below this descriptor number (RaiseFdLimit); -1: no limit */
+#define FD_RESERVE	16
+static long pidfd_cap = -1;
 
 /*
  * PidfdOpen, PidfdSignal: the system calls, or -1 with ENOSYS.
@@ -147,11 +154,18 @@ RaiseFdLimit(void)
 {
 	struct rlimit rl;
 
-	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max)
+	if (getrlimit(RLIMIT_NOFILE, &rl) != 0)
+		return;
+	if (rl.rlim_cur < rl.rlim_max)
 	{
-		rl.rlim_cur = rl.rlim_max;
-		(void) setrlimit(RLIMIT_NOFILE, &rl);
+		struct rlimit raised = rl;
+
+		raised.rlim_cur = rl.rlim_max;
+		if (setrlimit(RLIMIT_NOFILE, &raised) == 0)
+			rl = raised;
 	}
+	if (rl.rlim_cur != RLIM_INFINITY && rl.rlim_cur < (rlim_t) 1 << 30)
+		pidfd_cap = (long) rl.rlim_cur - FD_RESERVE;
 }
 
 /*
@@ -249,7 +263,14 @@ Adopt(pid_t pid, pid_t parent, int parent_fd)
 	memset(&d, 0, sizeof(d));
 	d.pid = pid;
 	d.pidfd = PidfdOpen(pid);
-	if (d.pidfd < 0 && (errno == EMFILE || errno == ENFILE))
+	if (d.pidfd >= 0 && pidfd_cap >= 0 && d.pidfd >= pidfd_cap)
+	{
+		/* keep the last descriptors free for /proc and the connection */
+		close(d.pidfd);
+		d.pidfd = -1;
+		d.by_pid = true;
+	}
+	else if (d.pidfd < 0 && (errno == EMFILE || errno == ENFILE))
 		d.by_pid = true;		/* alive: track it by its pid */
 	else if (d.pidfd < 0 && errno != ENOSYS)
 		return GONE;

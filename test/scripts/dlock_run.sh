@@ -354,6 +354,25 @@ check "the process it left behind was ended" gone "$(cat "$work/left.pid")" 3
 grep -q 'left processes running' "$work/err"
 check "and dlock-run said so" test $? -eq 0
 
+# More processes left behind than descriptors for pidfds (RLIMIT_NOFILE 24,
+# hard, so dlock-run cannot raise it): each is tracked by its pid, none is
+# taken for gone, and all get --signal at once (not SIGKILL --kill-after
+# later, when the first ones' descriptors are free again).
+t0=$(clock_us)
+(
+	ulimit -n 24
+	"$RUN" --name fds --ttl 5s -k 5s -- sh -c 'for i in $(seq 40); do sleep "$0" & done; exit 0' "31.$$"
+) 2>"$work/fds.err"
+rc=$?
+t1=$(clock_us)
+is "$rc|$(pgrep -c -x -f "sleep 31[.]$$")" "0|0" "more leftovers than descriptors: exit 0, none left running"
+if [ $((t1 - t0)) -lt 4000000 ] && ! grep -q 'sending SIGKILL' "$work/fds.err"; then
+	ok "more leftovers than descriptors: all got SIGTERM at once, no SIGKILL needed"
+else
+	not_ok "more leftovers than descriptors: all got SIGTERM at once, no SIGKILL needed" \
+		"took $(((t1 - t0) / 1000)) ms" "$(cut -c1-300 "$work/fds.err")"
+fi
+
 # dlock-run killed outright: the command gets the lease-lost signal (Linux).
 start_bg "$work/k9.out" "$work/k9.err" \
 	"$RUN" --name k9 --ttl 10s -- sh -c 'echo $$ >"$0"; exec sleep 30' "$work/k9.pid"
