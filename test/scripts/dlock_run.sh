@@ -544,6 +544,50 @@ check "the command ended during an unanswered renewal: dlock-run did not wait it
 	test $((t1 - t0)) -lt 7800000
 echo "# the command ended during an unanswered renewal: dlock-run exited $(((t1 - t0) / 1000)) ms after the stop (the command ran 5.5 s more)"
 
+# A connection attempt that blocks inside libpq (a stalled host name lookup
+# does, in getaddrinfo; here an LD_PRELOAD shim makes connect() block while
+# a file exists): the lease's deadline still holds, the command is stopped.
+cat >"$work/lpstall.c" <<'EOF'
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <stdlib.h>
+#include <sys/socket.h>
+#include <unistd.h>
+int
+connect(int fd, const struct sockaddr *addr, socklen_t len)
+{
+	int			(*real) (int, const struct sockaddr *, socklen_t) = dlsym(RTLD_NEXT, "connect");
+	const char *f = getenv("DLOCK_TEST_STALL_FILE");
+
+	while (f != NULL && access(f, F_OK) == 0)
+		usleep(20000);
+	return real(fd, addr, len);
+}
+EOF
+if cc -shared -fPIC -o "$work/lpstall.so" "$work/lpstall.c" -ldl 2>"$work/lpstall.cc"; then
+	start_bg "$work/lpstall.out" "$work/lpstall.err" \
+		env LD_PRELOAD="$work/lpstall.so" DLOCK_TEST_STALL_FILE="$work/lpstall.on" \
+		"$RUN" --name lpstall --ttl 2s -- sh -c 'echo $$ >"$0"; exec sleep 30' "$work/lpstall.pid"
+	p=$bg
+	await "$work/lpstall.pid" 10
+	touch "$work/lpstall.on"
+	psql -X -q -d postgres -c "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = '$DB' AND application_name = 'dlock-run'" >/dev/null
+	t0=$(clock_us)
+	gone "$p" 8
+	t1=$(clock_us)
+	rm -f "$work/lpstall.on"
+	reap "$p"
+	is "$rc" 70 "a reconnect blocked inside libpq: exit 70"
+	[ "$rc" = 70 ] || diag "$work/lpstall.err"
+	check "a reconnect blocked inside libpq: the deadline held (stopped within 4 s)" test $((t1 - t0)) -lt 4000000
+	check "a reconnect blocked inside libpq: the command was stopped" gone "$(cat "$work/lpstall.pid")" 2
+	echo "# a reconnect blocked inside libpq: dlock-run exited $(((t1 - t0) / 1000)) ms after the connection broke (--ttl 2s)"
+else
+	for t in "exit 70" "the deadline held (stopped within 4 s)" "the command was stopped"; do
+		ok "a reconnect blocked inside libpq: $t # SKIP no C compiler for the shim"
+	done
+fi
+
 # --signal and --kill-after: a command that ignores SIGTERM is killed.
 start_bg "$work/stub.out" "$work/stub.err" \
 	"$RUN" --name stubborn --ttl 2s -k 1s -- sh -c 'trap "" TERM; echo $$ >"$0"; exec sleep 30' "$work/stub.pid"
