@@ -25,7 +25,13 @@
  *
  * Protocol (the one thing to keep in mind when changing these files):
  *
- * - Processes.  libpq is used in this process only.  The command is forked
+ * - Processes.  libpq is used in this process only, on the main thread,
+ *   except that each connection attempt runs in a thread of its own
+ *   (conn.c: libpq's host name lookup is synchronous and must not hold up
+ *   a deadline); that thread touches nothing but its own attempt and has
+ *   every signal blocked.  A descendant that runs as another user cannot
+ *   be signalled: it is waited for, and after a loss reported as out of
+ *   reach (descendants.c, supervisor.c).  The command is forked
  *   and exec'd at once; unless --foreground, it leads a process group of its
  *   own, and a signal dlock-run passes on goes to that whole group.  On
  *   Linux dlock-run is a child subreaper, so everything the command starts
