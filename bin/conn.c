@@ -3,8 +3,9 @@
  * conn.c
  *		dlock-run's connection to the server, and the statements it sends
  *
- * One connection, opened asynchronously so that waiting for it goes
- * through WaitEvent (signals are handled, deadlines hold).  Every option a
+ * One connection, opened in a thread of its own so that waiting for it
+ * goes through WaitEvent (signals are handled, deadlines hold, whatever
+ * libpq's synchronous host name lookup does).  Every option a
  * user gives (-d, -h, -p, -U and the libpq environment) is passed on each
  * (re)connect, so a multi-host connection string with
  * target_session_attrs=read-write reaches whichever server is the primary
@@ -14,14 +15,25 @@
  *
  *-------------------------------------------------------------------------
  */
+#include <fcntl.h>
 #include <poll.h>
+#include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "dlock-run.h"
 
 PGconn	   *conn = NULL;
+
+/*
+ * Set (by the supervisor) when nothing is left to keep the lease for: a
+ * connection attempt or query in progress gives up at once (the query with
+ * QUERY_INTERRUPTED, "abandoned"; its connection is then unusable).
+ */
+bool		abandon_queries = false;
 
 /* the statements that call dlock (see BuildQueries) */
 static char sql_acquire[1024];
@@ -31,129 +43,221 @@ static char sql_remaining[1024];
 static char sql_holder[1024];
 
 /*
- * ConnectStart: start connecting with the user's options; the order of
- * psql: a connection string in -d overrides -h, -p, -U.
+ * A connection attempt runs in a thread of its own (ConnectThread), with
+ * every signal blocked there: libpq resolves host names synchronously
+ * (getaddrinfo inside PQconnectPoll), and a stalled lookup must not hold
+ * up the deadline.  The main thread waits for the thread's byte on a pipe
+ * through WaitEvent; at its deadline (or a signal that interrupts it) it
+ * abandons the attempt, and the thread, when libpq returns at last,
+ * finishes the connection and frees the attempt itself.  attempt_lock
+ * guards done, abandoned and hanging: whoever sees the other side's flag
+ * under the lock owns the attempt.
  */
-static PGconn *
-ConnectStart(void)
+typedef struct ConnectAttempt
 {
 	const char *keywords[8];
 	const char *values[8];
+	PGconn	   *result;			/* set by the thread */
+	bool		done;			/* the thread has finished */
+	bool		abandoned;		/* the main thread gave up on it */
+	int			wfd;			/* the pipe's write end (the thread's) */
+} ConnectAttempt;
+
+static pthread_mutex_t attempt_lock = PTHREAD_MUTEX_INITIALIZER;
+static int	hanging = 0;		/* abandoned attempts whose thread still runs */
+
+/* no new attempt while this many abandoned ones still hang */
+#define MAX_HANGING 4
+
+/*
+ * FillOptions: the user's options; the order of psql: a connection string
+ * in -d overrides -h, -p, -U.  The values are the process's own strings
+ * (argv), which outlive any attempt.
+ */
+static void
+FillOptions(ConnectAttempt *a)
+{
 	int			n = 0;
 
 	if (opts.host)
 	{
-		keywords[n] = "host";
-		values[n++] = opts.host;
+		a->keywords[n] = "host";
+		a->values[n++] = opts.host;
 	}
 	if (opts.port)
 	{
-		keywords[n] = "port";
-		values[n++] = opts.port;
+		a->keywords[n] = "port";
+		a->values[n++] = opts.port;
 	}
 	if (opts.user)
 	{
-		keywords[n] = "user";
-		values[n++] = opts.user;
+		a->keywords[n] = "user";
+		a->values[n++] = opts.user;
 	}
 	if (opts.dbname)
 	{
-		keywords[n] = "dbname";
-		values[n++] = opts.dbname;
+		a->keywords[n] = "dbname";
+		a->values[n++] = opts.dbname;
 	}
-	keywords[n] = "fallback_application_name";
-	values[n++] = progname;
-	keywords[n] = NULL;
-	values[n] = NULL;
-	return PQconnectStartParams(keywords, values, 1);
+	a->keywords[n] = "fallback_application_name";
+	a->values[n++] = progname;
+	a->keywords[n] = NULL;
+	a->values[n] = NULL;
 }
 
 /*
- * ConnectTimeout: the deadline, shortened by connect_timeout (or
- * PGCONNECT_TIMEOUT), which libpq leaves to us when connecting
- * asynchronously.  As in libpq, it counts for each host.
+ * ConnectThread: connect (libpq honours connect_timeout here), then hand
+ * the connection over, or finish it if the attempt was abandoned.
  */
-static double
-ConnectTimeout(PGconn *c, double deadline)
+static void *
+ConnectThread(void *arg)
 {
-	PQconninfoOption *info = PQconninfo(c);
-	PQconninfoOption *o;
+	ConnectAttempt *a = arg;
+	PGconn	   *c = PQconnectdbParams(a->keywords, a->values, 1);
+	bool		abandoned;
 
-	for (o = info; o != NULL && o->keyword != NULL; o++)
+	pthread_mutex_lock(&attempt_lock);
+	a->result = c;
+	a->done = true;
+	abandoned = a->abandoned;
+	if (abandoned)
+		hanging--;
+	else if (write(a->wfd, "x", 1) < 0)
 	{
-		if (strcmp(o->keyword, "connect_timeout") == 0 && o->val != NULL &&
-			atoi(o->val) > 0)
-			deadline = Earliest(deadline, Now() + atoi(o->val));
+		/* cannot happen: the pipe is empty, and its reader waits */
 	}
-	PQconninfoFree(info);
-	return deadline;
+	pthread_mutex_unlock(&attempt_lock);
+	if (abandoned)
+	{
+		PQfinish(c);
+		close(a->wfd);
+		free(a);
+	}
+	return NULL;
+}
+
+/*
+ * StartAttempt: a new attempt and its thread; NULL with *errmsg set if
+ * that failed.  *rfd is the pipe's read end.
+ */
+static ConnectAttempt *
+StartAttempt(int *rfd, char **errmsg)
+{
+	ConnectAttempt *a = calloc(1, sizeof(ConnectAttempt));
+	int			fds[2];
+	sigset_t	all;
+	sigset_t	old;
+	pthread_t	thread;
+	int			rc;
+
+	if (a == NULL || pipe2(fds, O_CLOEXEC | O_NONBLOCK) != 0)
+	{
+		free(a);
+		*errmsg = CopyMessage("could not start a connection attempt: out of memory or descriptors");
+		return NULL;
+	}
+	FillOptions(a);
+	a->wfd = fds[1];
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	rc = pthread_create(&thread, NULL, ConnectThread, a);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	if (rc != 0)
+	{
+		close(fds[0]);
+		close(fds[1]);
+		free(a);
+		*errmsg = CopyMessage("could not start a connection attempt: no thread");
+		return NULL;
+	}
+	pthread_detach(thread);
+	*rfd = fds[0];
+	return a;
+}
+
+/*
+ * AwaitAttempt: wait for the attempt's thread until deadline; its
+ * connection (which may be bad), or NULL with *errmsg set when dlock-run
+ * gave up on it (it is then the thread's to finish).
+ */
+static PGconn *
+AwaitAttempt(ConnectAttempt *a, int rfd, double deadline, bool interruptible,
+			 char **errmsg)
+{
+	for (;;)
+	{
+		bool		interrupted;
+		bool		late;
+		bool		done;
+
+		(void) WaitEvent(rfd, POLLIN, deadline);
+		interrupted = (interruptible && interrupt_signal != 0) || abandon_queries;
+		late = deadline >= 0 && Now() >= deadline;
+		pthread_mutex_lock(&attempt_lock);
+		done = a->done;
+		if (!done && (interrupted || late))
+		{
+			a->abandoned = true;
+			hanging++;
+		}
+		pthread_mutex_unlock(&attempt_lock);
+		if (done)
+		{
+			PGconn	   *c = a->result;
+
+			close(rfd);
+			close(a->wfd);
+			free(a);
+			return c;
+		}
+		if (interrupted || late)
+		{
+			close(rfd);
+			*errmsg = CopyMessage(interrupted ?
+								  (abandon_queries ? "abandoned" : "interrupted") :
+								  "could not connect to the server in time: timeout expired "
+								  "(the attempt still hangs: a stalled host name lookup, "
+								  "or a server that does not answer)");
+			return NULL;
+		}
+	}
 }
 
 /*
  * Connect: open a connection, waiting until deadline at most.  On failure
  * returns NULL with *errmsg set (malloc'd).  If interruptible, a signal
  * that interrupts dlock-run ends the attempt too.
- *
- * A little over 60 lines: the PQconnectPoll loop (which also walks the
- * hosts of a multi-host connection string) reads best in one piece.
  */
 static PGconn *
 Connect(double deadline, bool interruptible, char **errmsg)
 {
+	ConnectAttempt *a;
 	PGconn	   *c;
-	PostgresPollingStatusType status = PGRES_POLLING_WRITING;
-	double		until;
+	int			rfd;
+	int			stuck;
 
 	*errmsg = NULL;
-	c = ConnectStart();
+	pthread_mutex_lock(&attempt_lock);
+	stuck = hanging;
+	pthread_mutex_unlock(&attempt_lock);
+	if (stuck >= MAX_HANGING)
+	{
+		*errmsg = CopyMessage("could not connect to the server: earlier connection attempts "
+							  "still hang (a stalled host name lookup?)");
+		return NULL;
+	}
+	a = StartAttempt(&rfd, errmsg);
+	if (a == NULL)
+		return NULL;
+	c = AwaitAttempt(a, rfd, deadline, interruptible, errmsg);
+	if (c == NULL && *errmsg != NULL)
+		return NULL;
 	if (c == NULL)
 	{
 		*errmsg = CopyMessage("out of memory");
 		return NULL;
 	}
-	until = ConnectTimeout(c, deadline);
-
-	while (status != PGRES_POLLING_OK && status != PGRES_POLLING_FAILED)
-	{
-		bool		ready;
-
-		if (PQstatus(c) == CONNECTION_BAD)
-		{
-			status = PGRES_POLLING_FAILED;
-			break;
-		}
-		if (PQsocket(c) < 0)
-		{
-			status = PQconnectPoll(c);
-			continue;
-		}
-		ready = WaitEvent(PQsocket(c),
-						  status == PGRES_POLLING_READING ? POLLIN : POLLOUT, until);
-		if (interruptible && interrupt_signal != 0)
-		{
-			*errmsg = CopyMessage("interrupted");
-			PQfinish(c);
-			return NULL;
-		}
-		if (!ready)
-		{
-			if (until >= 0 && Now() >= until)
-			{
-				char		buf[1024];
-
-				snprintf(buf, sizeof(buf),
-						 "connection to server at \"%s\", port %s failed: timeout expired",
-						 PQhost(c) ? PQhost(c) : "", PQport(c) ? PQport(c) : "");
-				*errmsg = CopyMessage(buf);
-				PQfinish(c);
-				return NULL;
-			}
-			continue;
-		}
-		status = PQconnectPoll(c);
-	}
-	if (status == PGRES_POLLING_FAILED || PQstatus(c) != CONNECTION_OK ||
-		PQsetnonblocking(c, 1) != 0)
+	if (PQstatus(c) != CONNECTION_OK || PQsetnonblocking(c, 1) != 0)
 	{
 		*errmsg = CopyMessage(PQerrorMessage(c));
 		PQfinish(c);
@@ -298,6 +402,13 @@ RunQuery(PGconn *c, const char *sql, int nparams, const char *const *params,
 		{
 			bool		ready = WaitEvent(PQsocket(c), POLLIN, deadline);
 
+			if (abandon_queries)
+			{
+				if (res != NULL)
+					PQclear(res);
+				*errmsg = CopyMessage("abandoned");
+				return QUERY_INTERRUPTED;
+			}
 			if (interruptible && interrupt_signal != 0 && !canceled)
 			{
 				SendCancel(c);

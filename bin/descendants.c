@@ -17,8 +17,21 @@
  * never signalled.  A pidfd that polls readable is a process that has
  * exited (a zombie does no work); it is forgotten once it has been reaped.
  *
+ * A descendant that runs as another user (a setuid program such as sudo or
+ * su) cannot be signalled: pidfd_send_signal fails with EPERM.  It is
+ * still found (pidfd_open works for any process we can see, and its parent
+ * is checked in /proc/PID/stat), counted, named (with its user) and waited
+ * for; the supervisor keeps the lease while it runs, and after a loss says
+ * that it could not be stopped.
+ *
  * Without pidfds (a kernel older than 5.3) the same is done with kill(),
- * which is safe for dlock-run's own children only.
+ * which is safe for dlock-run's own children only.  When pidfd_open fails
+ * for lack of file descriptors (EMFILE, ENFILE), the process is tracked by
+ * its pid with kill(), never taken for gone; RaiseFdLimit raises the soft
+ * RLIMIT_NOFILE to the hard limit at start so that this stays rare.  The
+ * last FD_RESERVE descriptors are never used for pidfds (a process that
+ * would get one is tracked by pid instead), so that reading /proc and the
+ * connection always have descriptors left.
  *
  * Copyright (c) 2026, the dlock developers
  *
@@ -32,6 +45,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <pwd.h>
+#include <sys/resource.h>
 #ifdef __linux__
 #include <sys/syscall.h>
 #endif
@@ -42,6 +57,7 @@ typedef struct Descendant
 {
 	pid_t		pid;
 	int			pidfd;			/* -1 if pidfds are not available */
+	bool		by_pid;			/* no pidfd for lack of descriptors: use kill() */
 	unsigned	round;			/* the last round that signalled it */
 	char		comm[20];		/* its name when it was found */
 } Descendant;
@@ -57,6 +73,10 @@ static Descendant *procs = NULL;
 static int	nprocs = 0;
 static int	maxprocs = 0;
 static unsigned round_no = 0;
+
+/* pidfds only below this descriptor number (RaiseFdLimit); -1: no limit */
+#define FD_RESERVE	16
+static long pidfd_cap = -1;
 
 /*
  * PidfdOpen, PidfdSignal: the system calls, or -1 with ENOSYS.
@@ -95,6 +115,57 @@ SendTo(const Descendant *d, int signo)
 	if (d->pidfd >= 0)
 		return PidfdSignal(d->pidfd, signo) == 0;
 	return kill(d->pid, signo) == 0;
+}
+
+/*
+ * Exists: the descendant has not been reaped, whether or not dlock-run may
+ * signal it (EPERM: it runs as another user).
+ */
+static bool
+Exists(const Descendant *d)
+{
+	return SendTo(d, 0) || errno == EPERM;
+}
+
+/*
+ * PidfdExists: the same for a bare pidfd.
+ */
+static bool
+PidfdExists(int pidfd)
+{
+	return PidfdSignal(pidfd, 0) == 0 || errno == EPERM;
+}
+
+/*
+ * Reachable: dlock-run may signal the descendant.
+ */
+static bool
+Reachable(const Descendant *d)
+{
+	return SendTo(d, 0);
+}
+
+/*
+ * RaiseFdLimit: the soft RLIMIT_NOFILE up to the hard limit, so that there
+ * is a pidfd for every descendant.
+ */
+void
+RaiseFdLimit(void)
+{
+	struct rlimit rl;
+
+	if (getrlimit(RLIMIT_NOFILE, &rl) != 0)
+		return;
+	if (rl.rlim_cur < rl.rlim_max)
+	{
+		struct rlimit raised = rl;
+
+		raised.rlim_cur = rl.rlim_max;
+		if (setrlimit(RLIMIT_NOFILE, &raised) == 0)
+			rl = raised;
+	}
+	if (rl.rlim_cur != RLIM_INFINITY && rl.rlim_cur < (rlim_t) 1 << 30)
+		pidfd_cap = (long) rl.rlim_cur - FD_RESERVE;
 }
 
 /*
@@ -192,16 +263,25 @@ Adopt(pid_t pid, pid_t parent, int parent_fd)
 	memset(&d, 0, sizeof(d));
 	d.pid = pid;
 	d.pidfd = PidfdOpen(pid);
-	if (d.pidfd < 0 && errno != ENOSYS)
+	if (d.pidfd >= 0 && pidfd_cap >= 0 && d.pidfd >= pidfd_cap)
+	{
+		/* keep the last descriptors free for /proc and the connection */
+		close(d.pidfd);
+		d.pidfd = -1;
+		d.by_pid = true;
+	}
+	else if (d.pidfd < 0 && (errno == EMFILE || errno == ENFILE))
+		d.by_pid = true;		/* alive: track it by its pid */
+	else if (d.pidfd < 0 && errno != ENOSYS)
 		return GONE;
 	ppid = ParentOf(pid, d.comm, sizeof(d.comm));
 	if (ppid != parent ||
-		(d.pidfd >= 0 && PidfdSignal(d.pidfd, 0) != 0) ||
-		(parent_fd >= 0 && PidfdSignal(parent_fd, 0) != 0) ||
-		(d.pidfd < 0 && parent != getpid()))
+		(d.pidfd >= 0 && !PidfdExists(d.pidfd)) ||
+		(parent_fd >= 0 && !PidfdExists(parent_fd)) ||
+		(d.pidfd < 0 && !d.by_pid && parent != getpid()))
 	{
 		/* not (or no longer) that parent's child: a pid reused, or reparented */
-		bool		moved = d.pidfd >= 0 && ppid > 0 && PidfdSignal(d.pidfd, 0) == 0;
+		bool		moved = (d.pidfd >= 0 || d.by_pid) && ppid > 0 && Exists(&d);
 
 		if (d.pidfd >= 0)
 			close(d.pidfd);
@@ -275,7 +355,7 @@ Forget(void)
 
 	for (i = 0; i < nprocs; i++)
 	{
-		if (SendTo(&procs[i], 0))
+		if (Exists(&procs[i]))
 			procs[kept++] = procs[i];
 		else if (procs[i].pidfd >= 0)
 			close(procs[i].pidfd);
@@ -357,11 +437,65 @@ CountDescendants(void)
 }
 
 /*
+ * CountUnreachable: how many running descendants dlock-run may not signal
+ * (they run as another user); call after CountDescendants.
+ */
+int
+CountUnreachable(void)
+{
+	int			i;
+	int			n = 0;
+
+	for (i = 0; i < nprocs; i++)
+	{
+		if (Running(&procs[i]) && !Reachable(&procs[i]))
+			n++;
+	}
+	return n;
+}
+
+/*
+ * UserOf: the name (or number) of the effective user of pid, from
+ * /proc/PID/status; "?" if it cannot be read.
+ */
+static void
+UserOf(pid_t pid, char *buf, size_t len)
+{
+	char		path[64];
+	char		line[256];
+	FILE	   *f;
+	unsigned	ruid;
+	unsigned	euid;
+
+	snprintf(buf, len, "?");
+	snprintf(path, sizeof(path), "/proc/%d/status", (int) pid);
+	f = fopen(path, "re");
+	if (f == NULL)
+		return;
+	while (fgets(line, sizeof(line), f) != NULL)
+	{
+		if (sscanf(line, "Uid: %u %u", &ruid, &euid) == 2)
+		{
+			struct passwd *pw = getpwuid((uid_t) euid);
+
+			if (pw != NULL)
+				snprintf(buf, len, "%s", pw->pw_name);
+			else
+				snprintf(buf, len, "%u", euid);
+			break;
+		}
+	}
+	fclose(f);
+}
+
+/*
  * DescribeDescendants: "pid 123 (sleep), pid 124 (sh)" for those that run,
  * except the one with pid except (the command itself, or 0), cut to fit.
+ * With only_unreachable, those that dlock-run may not signal, each with its
+ * user: "pid 125 (sudo, user root)".
  */
 void
-DescribeDescendants(pid_t except, char *buf, size_t len)
+DescribeDescendants(pid_t except, bool only_unreachable, char *buf, size_t len)
 {
 	size_t		used = 0;
 	int			i;
@@ -371,12 +505,26 @@ DescribeDescendants(pid_t except, char *buf, size_t len)
 	buf[0] = '\0';
 	for (i = 0; i < nprocs && used + 1 < len; i++)
 	{
+		char		user[64] = "";
+		bool		reachable;
 		int			n;
 
 		if (procs[i].pid == except || !Running(&procs[i]))
 			continue;
-		n = snprintf(buf + used, len - used, "%spid %d (%s)", used > 0 ? ", " : "",
-					 (int) procs[i].pid, procs[i].comm);
+		/* its name now: it may have exec'd since it was found */
+		(void) ParentOf(procs[i].pid, procs[i].comm, sizeof(procs[i].comm));
+		reachable = Reachable(&procs[i]);
+		if (only_unreachable && reachable)
+			continue;
+		if (!reachable)
+		{
+			char		name[48];
+
+			UserOf(procs[i].pid, name, sizeof(name));
+			snprintf(user, sizeof(user), ", user %s", name);
+		}
+		n = snprintf(buf + used, len - used, "%spid %d (%s%s)", used > 0 ? ", " : "",
+					 (int) procs[i].pid, procs[i].comm, user);
 		if (n < 0 || (size_t) n >= len - used)
 		{
 			snprintf(buf + used, len - used, "%s", used + 5 < len ? ", ..." : "");

@@ -25,7 +25,13 @@
  *
  * Protocol (the one thing to keep in mind when changing these files):
  *
- * - Processes.  libpq is used in this process only.  The command is forked
+ * - Processes.  libpq is used in this process only, on the main thread,
+ *   except that each connection attempt runs in a thread of its own
+ *   (conn.c: libpq's host name lookup is synchronous and must not hold up
+ *   a deadline); that thread touches nothing but its own attempt and has
+ *   every signal blocked.  A descendant that runs as another user cannot
+ *   be signalled: it is waited for, and after a loss reported as out of
+ *   reach (descendants.c, supervisor.c).  The command is forked
  *   and exec'd at once; unless --foreground, it leads a process group of its
  *   own, and a signal dlock-run passes on goes to that whole group.  On
  *   Linux dlock-run is a child subreaper, so everything the command starts
@@ -199,10 +205,14 @@ extern void ParseOptions(int argc, char **argv);
 extern void ScanDescendants(void);
 extern int	SignalDescendants(int signo);
 extern int	CountDescendants(void);
-extern void DescribeDescendants(pid_t except, char *buf, size_t len);
+extern int	CountUnreachable(void);
+extern void RaiseFdLimit(void);
+extern void DescribeDescendants(pid_t except, bool only_unreachable, char *buf,
+								size_t len);
 
 /* conn.c */
 extern PGconn *conn;
+extern bool abandon_queries;
 extern bool EnsureConnection(double deadline, bool interruptible, char **errmsg);
 extern void DropConnection(void);
 extern void BuildQueries(void);
@@ -231,6 +241,7 @@ extern double wait_secs;
 extern double renew_secs;
 extern double kill_secs;
 extern char left_behind[512];
+extern char out_of_reach[512];
 extern void ExitInterrupted(void) __attribute__((noreturn));
 extern void Die(int code) __attribute__((noreturn));
 extern void FatalError(const char *msg) __attribute__((noreturn));

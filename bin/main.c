@@ -12,15 +12,63 @@
  *
  *-------------------------------------------------------------------------
  */
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
 
 #include "dlock-run.h"
 
 /* when the acquire that got the lease was sent */
 static double acquire_sent;
+
+/* the owner sent to the server: "<--owner>:<pid>:<random>", or NULL */
+static char *owner_id = NULL;
+
+/*
+ * MakeOwnerId: the owner string sent to the server for --owner, unique to
+ * this run ("<owner>:<pid>:<12 hex digits>", as the Python client does), so
+ * that two runs with the same --owner never share a lease and its token
+ * through dlock's owner renewal; dlock_leases.owner still starts with the
+ * label.
+ */
+static void
+MakeOwnerId(void)
+{
+	unsigned char rnd[6];
+	char		hex[2 * sizeof(rnd) + 1];
+	size_t		len;
+	size_t		i;
+	int			fd;
+
+	if (opts.owner == NULL)
+		return;
+	/* the server takes 255 bytes; ":PID:" and the digits take at most 21 */
+	if (strlen(opts.owner) > 234)
+		UsageError("invalid value for option --owner: at most 234 bytes");
+	fd = open("/dev/urandom", O_RDONLY | O_CLOEXEC);
+	if (fd < 0 || read(fd, rnd, sizeof(rnd)) != (ssize_t) sizeof(rnd))
+	{
+		struct timespec ts;
+
+		/* no /dev/urandom: the clock still tells two runs apart */
+		clock_gettime(CLOCK_REALTIME, &ts);
+		for (i = 0; i < sizeof(rnd); i++)
+			rnd[i] = (unsigned char) ((ts.tv_nsec >> (8 * (i % 4))) ^ (ts.tv_sec >> i));
+	}
+	if (fd >= 0)
+		close(fd);
+	for (i = 0; i < sizeof(rnd); i++)
+		snprintf(hex + 2 * i, 3, "%02x", rnd[i]);
+	len = strlen(opts.owner) + 32;
+	owner_id = malloc(len);
+	if (owner_id == NULL)
+		Fatal("out of memory");
+	snprintf(owner_id, len, "%s:%d:%s", opts.owner, (int) getpid(), hex);
+}
 
 /*
  * AcquireFailed: the acquire raised an error; exit with the right status
@@ -96,7 +144,7 @@ Acquire(void)
 	QueryOutcome outcome;
 
 	sent = Now();
-	outcome = QueryAcquire(opts.name, opts.ttl, opts.wait, opts.owner,
+	outcome = QueryAcquire(opts.name, opts.ttl, opts.wait, owner_id,
 						   sent + wait_secs + ACQUIRE_SLACK, &res, &errmsg);
 	if (outcome != QUERY_OK)
 		AcquireFailed(outcome, SqlState(res), errmsg);
@@ -263,6 +311,11 @@ ReadOptionsFromServer(void)
 	if (opts.renew_every != NULL && (renew_secs < 0 || renew_secs >= ttl_secs))
 		UsageError("invalid value \"%s\" for option --renew-every: "
 				   "must be 0 (no renewal) or shorter than --ttl", opts.renew_every);
+	/* later than the local deadline, every renewal would come too late */
+	if (renew_secs > 0 && renew_secs >= ttl_secs - DeadlineMargin())
+		UsageError("invalid value \"%s\" for option --renew-every: "
+				   "must be shorter than --ttl minus its safety margin (%.3g s here)",
+				   opts.renew_every, ttl_secs - DeadlineMargin());
 }
 
 /*
@@ -280,7 +333,11 @@ Finish(void)
 		WIFSIGNALED(child_status) ? 128 + WTERMSIG(child_status) : 1;
 	Verbose("the command exited with status %d", status);
 
-	if (left_behind[0] != '\0')
+	if (left_behind[0] != '\0' && out_of_reach[0] != '\0')
+		Log("warning", "the command exited with status %d and left processes running: %s; "
+			"dlock-run kept the lease until they ended (it may not signal %s)",
+			status, left_behind, out_of_reach);
+	else if (left_behind[0] != '\0')
 		Log("warning", "the command exited with status %d and left processes running, "
 			"which dlock-run ended before it let go of the lease: %s",
 			status, left_behind);
@@ -320,6 +377,7 @@ main(int argc, char **argv)
 	char	   *errmsg;
 
 	ProtectStandardFds();
+	RaiseFdLimit();
 	SetFatalHook(FatalError);
 	if (!SetUpSignals())
 		Fatal("could not create pipe");
@@ -334,6 +392,7 @@ main(int argc, char **argv)
 	}
 	BuildQueries();
 	ReadOptionsFromServer();
+	MakeOwnerId();
 
 	Acquire();
 	/* interrupted while the acquire was on its way: give the lease back */

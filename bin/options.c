@@ -36,8 +36,10 @@ Usage(void)
 		   "      --name=NAME              the lock name (1 to 255 bytes)\n"
 		   "      --ttl=DURATION           the lease's length; renewed while COMMAND runs\n"
 		   "  -w, --wait=DURATION          wait this long for a busy lease (default 0: do not wait)\n"
-		   "      --owner=TEXT             owner label stored with the lease (default: none)\n"
-		   "      --renew-every=DURATION   renew this often (default: a third of the TTL;\n"
+		   "      --owner=TEXT             owner label stored with the lease, sent as\n"
+		   "                               TEXT:PID:RANDOM, unique to this run (default: none)\n"
+		   "      --renew-every=DURATION   renew this often (default: a third of the TTL; shorter\n"
+		   "                               than the TTL minus its safety margin, a tenth of it;\n"
 		   "                               0: never, COMMAND is stopped when the TTL runs out)\n"
 		   "      --schema=SCHEMA          the schema dlock is installed in (default: search_path)\n\n");
 	printf("Command options:\n"

@@ -60,9 +60,15 @@ static bool supervising = false;	/* between fork and the command's end */
 /* what the command left running when it exited (for the exit message) */
 char		left_behind[512];
 
+/* those of them dlock-run may not signal (another user), waited for */
+char		out_of_reach[512];
+
 /* when the descendants get SIGKILL, after they got --signal */
 static double kill_at = NO_DEADLINE;
 static bool killed = false;
+
+/* the command exited, and what it left running got --signal */
+static bool drained = false;
 
 /* Ctrl-Z: dlock-run stopped the descendants, and was continued since */
 static bool job_stopped = false;
@@ -72,6 +78,8 @@ static bool resumed = false;
 static double last_boot = NO_DEADLINE;
 static double last_wall = 0;
 static double planned = NO_DEADLINE;
+
+static void ReapChildren(void);
 
 /*
  * SignalCommand: pass signo on to the command (its whole process group
@@ -115,6 +123,20 @@ CommandAlive(void)
 	if (child_pid <= 0)
 		return false;
 	return CountDescendants() > 0;
+}
+
+/*
+ * ReachableAlive: is any descendant that dlock-run may signal running?
+ * (One running as another user cannot be stopped, only waited for.)
+ */
+static bool
+ReachableAlive(void)
+{
+	int			n;
+
+	ReapChildren();
+	n = CountDescendants();
+	return n > CountUnreachable();
 }
 
 /*
@@ -164,7 +186,7 @@ Die(int code)
 			nanosleep(&pause, NULL);
 			ReapChildren();
 		}
-		while (CommandAlive())
+		while (ReachableAlive())
 		{
 			(void) SignalDescendants(SIGKILL);
 			nanosleep(&pause, NULL);
@@ -228,6 +250,9 @@ OnSignal(int signo, bool from_kernel)
 	if (signo == SIGCHLD)
 	{
 		ReapChildren();
+		/* all has ended: a renewal in progress (maybe black-holed) is moot */
+		if (supervising && !child_running && CountDescendants() == 0)
+			abandon_queries = true;
 		return true;
 	}
 	if (!supervising)
@@ -367,8 +392,43 @@ LeaseLost(const char *why)
 void
 HintEscapes(void)
 {
-	Hint("Work the command handed to another service (systemd-run, docker, ssh, at) "
-		 "is out of dlock-run's reach and was not stopped.");
+	Hint("Work the command handed to another service (systemd-run, docker, ssh, at), "
+		 "and processes that run as another user (sudo, su, setuid programs), "
+		 "are out of dlock-run's reach and were not stopped.");
+}
+
+/*
+ * GiveUpUnreachable: the lease is lost, and all that still runs of the
+ * command runs as another user: dlock-run cannot stop it, only say so.
+ */
+static void
+GiveUpUnreachable(void)
+{
+	char		names[512];
+
+	DescribeDescendants(0, true, names, sizeof(names));
+	Log("error", "lost the lease on \"%s\" (token %s), and could not stop %s: "
+		"it runs as another user, out of dlock-run's reach, and runs on without the lease",
+		opts.name, lease.token, names);
+	HintEscapes();
+	exit(opts.lost_exit_code);
+}
+
+/*
+ * NoteUnreachable: after the command exited, say once which processes it
+ * left that dlock-run may not signal; it keeps the lease until they end.
+ */
+static void
+NoteUnreachable(void)
+{
+	if (out_of_reach[0] != '\0' || CountUnreachable() == 0)
+		return;
+	DescribeDescendants(0, true, out_of_reach, sizeof(out_of_reach));
+	if (out_of_reach[0] == '\0')
+		return;
+	Log("warning", "the command left %s running, which dlock-run may not signal "
+		"(it runs as another user); renewing the lease on \"%s\" until it ends",
+		out_of_reach, opts.name);
 }
 
 /*
@@ -443,6 +503,13 @@ RenewOnce(void)
 		outcome = QueryRenew(opts.name, lease.token, opts.ttl, attempt_deadline, false,
 							 &renewed, &errmsg);
 	}
+	if (outcome != QUERY_OK && abandon_queries)
+	{
+		Verbose("the command has ended: abandoned the renewal in progress");
+		free(errmsg);
+		DropConnection();
+		return;
+	}
 	if (outcome != QUERY_OK)
 	{
 		RenewFailed(outcome, errmsg);
@@ -484,6 +551,12 @@ VerifyOnce(void)
 		sent = Now();
 		outcome = QueryRemaining(opts.name, lease.token, attempt_deadline,
 								 &remaining, &errmsg);
+	}
+	if (outcome != QUERY_OK && abandon_queries)
+	{
+		free(errmsg);
+		DropConnection();
+		return;
 	}
 	if (outcome != QUERY_OK)
 	{
@@ -548,7 +621,8 @@ Drain(double now)
 	if (!drain_signalled && now >= drain_since + DRAIN_GRACE)
 	{
 		drain_signalled = true;
-		DescribeDescendants(child_pid, left_behind, sizeof(left_behind));
+		drained = true;
+		DescribeDescendants(child_pid, false, left_behind, sizeof(left_behind));
 		if (left_behind[0] == '\0')
 			return;
 		Log("warning", "the command exited and left processes running: %s; sending them %s%s",
@@ -605,7 +679,7 @@ KillLeftovers(double now)
 	{
 		char		names[512];
 
-		DescribeDescendants(0, names, sizeof(names));
+		DescribeDescendants(0, false, names, sizeof(names));
 		Log("warning", "processes of the command still run %g s after %s: %s; sending SIGKILL",
 			kill_secs, SignalNameOf(opts.lost_signal), names);
 	}
@@ -631,6 +705,8 @@ Supervise(void)
 		ReapChildren();
 		if (!CommandAlive())
 			break;
+		if (lease.lost && !ReachableAlive())
+			GiveUpUnreachable();
 		now = Now();
 		if (resumed)
 			Resumed(now);
@@ -638,6 +714,8 @@ Supervise(void)
 			ContinueJob();
 		if (!child_running)
 			Drain(now);
+		if (!child_running && lease.held && drained)
+			NoteUnreachable();
 		KillLeftovers(now);
 		if (lease.held && now >= lease.next_renew && (renew_secs > 0 || lease.verify))
 		{
@@ -663,4 +741,5 @@ Supervise(void)
 		WaitEvent(-1, 0, wake);
 	}
 	supervising = false;
+	abandon_queries = false;
 }
