@@ -350,3 +350,61 @@ LANGUAGE C VOLATILE CALLED ON NULL INPUT PARALLEL UNSAFE;
 REVOKE ALL ON FUNCTION @extschema@.dlock_rebase(pg_catalog.int8) FROM PUBLIC;
 COMMENT ON FUNCTION @extschema@.dlock_rebase(pg_catalog.int8) IS
 	'dlock_rebase(), and every later token is also above at_least: raises the token counter, never lowers it; returns the new floor; superusers and the extension owner only';
+-- issue 24 item 3 (review 2, finding 1): refuse the update while another
+-- transaction holds a lock of dlock's under the 1.1 keys
+--
+-- A transaction that checked a name under its 1.1 key (dlock_check, or a
+-- fenced write) keeps only the name's advisory check lock, no lock on a
+-- table; from the update on, every backend keys the name with the secret
+-- and no longer sees it: the next holder could get its token while that
+-- transaction's fenced write is still to commit.  So the update refuses
+-- while any other backend of this database holds one of dlock's advisory
+-- locks (field 4 of the locktag, objsubid, 17484 to 17487, src/dlock.h),
+-- rather than waiting: the rename above holds AccessExclusiveLock on
+-- dlock_lease until the update commits, and a waiting update would block
+-- the next dlock call of the very transactions it waits for.
+--
+-- Every dlock call opens dlock_lease (src/relation.c, DlockOpenLeaseTable
+-- and WaitForRelationLock; src/lease.c, src/fence.c): an acquire locks it
+-- before it takes any advisory lock (src/acquire.c); a check, a renewal
+-- and a release take the name's advisory lock, then open the table.  So,
+-- from the rename on, none of them gets past the table until the update
+-- has committed; one that took its advisory lock meanwhile is listed here
+-- too, unless it came after this block (then it proceeds after the
+-- commit, and its next call re-reads the table's shape: a 1.1 library
+-- refuses it, a 1.2 library keys with the secret).
+--
+-- The full install (dlock--1.2.sql) runs this too: there, dlock_lease was
+-- created by this very transaction (the xmin of its row type), and locks
+-- left from a dropped dlock are none of its business.
+DO $dlock$
+DECLARE
+	pids pg_catalog.text;
+BEGIN
+	IF (SELECT ty.xmin FROM pg_catalog.pg_type AS ty
+		 WHERE ty.oid OPERATOR(pg_catalog.=) '@extschema@.dlock_lease'::pg_catalog.regtype)
+	   OPERATOR(pg_catalog.=) ANY (SELECT l.transactionid FROM pg_catalog.pg_locks AS l
+		 WHERE l.locktype OPERATOR(pg_catalog.=) 'transactionid' AND l.granted
+		   AND l.mode OPERATOR(pg_catalog.=) 'ExclusiveLock'
+		   AND l.pid OPERATOR(pg_catalog.=) pg_catalog.pg_backend_pid()) THEN
+		RETURN;
+	END IF;
+	SELECT pg_catalog.string_agg(DISTINCT l.pid::pg_catalog.text, ', ')
+	  INTO pids
+	  FROM pg_catalog.pg_locks AS l
+	 WHERE l.locktype OPERATOR(pg_catalog.=) 'advisory'
+	   AND l.database OPERATOR(pg_catalog.=)
+		   (SELECT d.oid FROM pg_catalog.pg_database AS d
+			 WHERE d.datname OPERATOR(pg_catalog.=) pg_catalog.current_database())
+	   AND l.objsubid OPERATOR(pg_catalog.>=) 17484
+	   AND l.objsubid OPERATOR(pg_catalog.<=) 17487
+	   AND l.granted
+	   AND l.pid OPERATOR(pg_catalog.<>) pg_catalog.pg_backend_pid();
+	IF pids IS NOT NULL THEN
+		RAISE EXCEPTION 'cannot update extension "dlock" to version 1.2 while other transactions hold dlock locks'
+			USING ERRCODE = '55000',
+				  DETAIL = pg_catalog.format('Backends with these process IDs hold locks under the lock keys of version 1.1: %s.', pids),
+				  HINT = 'End those transactions or wait for them to end, then run ALTER EXTENSION dlock UPDATE again.';
+	END IF;
+END
+$dlock$;
