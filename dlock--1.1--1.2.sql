@@ -314,6 +314,33 @@ $dlock$;
 -- leaves the row out and a restore draws a new secret, since keys only
 -- matter for live locks.  The secret never changes while the extension
 -- exists.
+-- Review 2, finding 6: where others may create tables in the extension's
+-- schema (public on PostgreSQL 14), a relation of that name made by
+-- someone else would fail the CREATE TABLE below with a bare "already
+-- exists": say whose it is and what to do.
+DO $dlock$
+DECLARE
+	squatter record;
+BEGIN
+	SELECT c.oid::pg_catalog.regclass::pg_catalog.text AS rel,
+		   pg_catalog.pg_get_userbyid(c.relowner) AS owner
+	  INTO squatter
+	  FROM pg_catalog.pg_class AS c
+	 WHERE c.relname OPERATOR(pg_catalog.=) 'dlock_lock_key'
+	   AND c.relnamespace OPERATOR(pg_catalog.=) '@extschema@'::pg_catalog.regnamespace
+	   AND NOT EXISTS (SELECT FROM pg_catalog.pg_depend AS d
+						WHERE d.classid OPERATOR(pg_catalog.=) 'pg_catalog.pg_class'::pg_catalog.regclass
+						  AND d.objid OPERATOR(pg_catalog.=) c.oid
+						  AND d.refclassid OPERATOR(pg_catalog.=) 'pg_catalog.pg_extension'::pg_catalog.regclass
+						  AND d.deptype OPERATOR(pg_catalog.=) 'e');
+	IF FOUND THEN
+		RAISE EXCEPTION 'relation "%" already exists and does not belong to extension "dlock"', squatter.rel
+			USING ERRCODE = '42P07',
+				  DETAIL = pg_catalog.format('Version 1.2 of dlock creates a table of that name; relation "%s" is owned by role "%s".', squatter.rel, squatter.owner),
+				  HINT = 'Drop that relation, rename it or move it to another schema (as its owner or a superuser), then run the command again.';
+	END IF;
+END
+$dlock$;
 CREATE TABLE @extschema@.dlock_lock_key (
 	scheme pg_catalog.int4 NOT NULL,
 	secret pg_catalog.bytea NOT NULL,
@@ -403,8 +430,75 @@ BEGIN
 	IF pids IS NOT NULL THEN
 		RAISE EXCEPTION 'cannot update extension "dlock" to version 1.2 while other transactions hold dlock locks'
 			USING ERRCODE = '55000',
-				  DETAIL = pg_catalog.format('Backends with these process IDs hold locks under the lock keys of version 1.1: %s.', pids),
+				  DETAIL = pg_catalog.format('They hold them under the lock keys of version 1.1.  Process IDs: %s.', pids),
 				  HINT = 'End those transactions or wait for them to end, then run ALTER EXTENSION dlock UPDATE again.';
 	END IF;
 END
 $dlock$;
+-- issue 24 item 3 (review 2, findings 3 and 6): the lock key stays the
+-- database's own and never changes
+--
+-- A FOR ALL TABLES publication publishes dlock_lock_key too.  A subscriber
+-- must keep its own secret: a second row makes every new backend there
+-- refuse, and a copied secret is the publisher's.  Logical replication
+-- applies rows, the initial table sync (a COPY) as well as the stream,
+-- with session_replication_role = replica (worker.c: ApplyWorkerMain, on
+-- PostgreSQL 16 and later InitializeLogRepWorker, which the table sync
+-- workers run too), where only triggers enabled REPLICA or ALWAYS fire,
+-- BEFORE ROW ones included (ExecBRInsertTriggers and the like, called by
+-- the apply worker's ExecSimpleRelation* and by CopyFrom).  So a REPLICA
+-- row trigger skips every replicated row.
+--
+-- In origin mode, the secret never changes: backends cache it for their
+-- life (src/locktag.c), so a new one would split the key space.  A BEFORE
+-- row trigger refuses an UPDATE, a DELETE and an INSERT next to the row
+-- (this script's INSERT above came first), and a BEFORE TRUNCATE trigger,
+-- enabled ALWAYS, refuses a TRUNCATE, replicated ones included (a
+-- statement trigger cannot skip it).  Superusers can still disable
+-- triggers; that is theirs to answer for.
+CREATE FUNCTION @extschema@.dlock_lock_key_replicated()
+RETURNS trigger
+LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE SECURITY INVOKER
+SET search_path = pg_catalog, pg_temp
+AS $dlock$
+BEGIN
+	RETURN NULL;
+END
+$dlock$;
+COMMENT ON FUNCTION @extschema@.dlock_lock_key_replicated() IS
+	'trigger of dlock_lock_key, enabled for replicas only: skips every row logical replication applies, so that a subscriber keeps its own lock key';
+CREATE FUNCTION @extschema@.dlock_lock_key_frozen()
+RETURNS trigger
+LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE SECURITY INVOKER
+SET search_path = pg_catalog, pg_temp
+AS $dlock$
+BEGIN
+	IF TG_OP OPERATOR(pg_catalog.=) 'INSERT'
+	   AND NOT EXISTS (SELECT FROM @extschema@.dlock_lock_key) THEN
+		RETURN NEW;
+	END IF;
+	RAISE EXCEPTION 'the lock key of extension dlock never changes'
+		USING ERRCODE = '55000',
+			  DETAIL = 'Backends keep the lock key they read: a new one would give one lock name two keys.',
+			  HINT = 'To draw a new lock key, drop and re-create the extension (docs/tokens.md).';
+END
+$dlock$;
+COMMENT ON FUNCTION @extschema@.dlock_lock_key_frozen() IS
+	'trigger of dlock_lock_key: refuses every change of the lock key (UPDATE, DELETE, TRUNCATE, a second row)';
+CREATE TRIGGER dlock_lock_key_replicated
+	BEFORE INSERT OR UPDATE OR DELETE ON @extschema@.dlock_lock_key
+	FOR EACH ROW EXECUTE FUNCTION @extschema@.dlock_lock_key_replicated();
+ALTER TABLE @extschema@.dlock_lock_key ENABLE REPLICA TRIGGER dlock_lock_key_replicated;
+COMMENT ON TRIGGER dlock_lock_key_replicated ON @extschema@.dlock_lock_key IS
+	'dlock: a subscriber keeps its own lock key (rows applied by logical replication are skipped)';
+CREATE TRIGGER dlock_lock_key_frozen
+	BEFORE INSERT OR UPDATE OR DELETE ON @extschema@.dlock_lock_key
+	FOR EACH ROW EXECUTE FUNCTION @extschema@.dlock_lock_key_frozen();
+COMMENT ON TRIGGER dlock_lock_key_frozen ON @extschema@.dlock_lock_key IS
+	'dlock: the lock key never changes';
+CREATE TRIGGER dlock_lock_key_truncate
+	BEFORE TRUNCATE ON @extschema@.dlock_lock_key
+	FOR EACH STATEMENT EXECUTE FUNCTION @extschema@.dlock_lock_key_frozen();
+ALTER TABLE @extschema@.dlock_lock_key ENABLE ALWAYS TRIGGER dlock_lock_key_truncate;
+COMMENT ON TRIGGER dlock_lock_key_truncate ON @extschema@.dlock_lock_key IS
+	'dlock: the lock key never changes, nor is it truncated (by logical replication either)';

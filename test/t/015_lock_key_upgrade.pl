@@ -128,7 +128,7 @@ $rc = $node->psql('postgres', "\\set VERBOSITY verbose\nALTER EXTENSION dlock UP
 	stdout => \$out, stderr => \$err);
 isnt($rc, 0, 'the update fails while a check under the 1.1 key is open');
 like($err,
-	qr/ERROR:  55000: cannot update extension "dlock" to version 1\.2 while other transactions hold dlock locks\n.*DETAIL:  Backends with these process IDs hold locks under the lock keys of version 1\.1: \d+\./s,
+	qr/ERROR:  55000: cannot update extension "dlock" to version 1\.2 while other transactions hold dlock locks\n.*DETAIL:  They hold them under the lock keys of version 1\.1\.  Process IDs: \d+\./s,
 	'the update says which backends hold the locks, with SQLSTATE 55000');
 is($node->safe_psql('postgres', q{SELECT extversion FROM pg_extension WHERE extname = 'dlock'}),
 	'1.1', 'the refused update changes nothing');
