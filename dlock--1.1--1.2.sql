@@ -397,9 +397,11 @@ COMMENT ON FUNCTION @extschema@.dlock_rebase(pg_catalog.int8) IS
 -- and a release take the name's advisory lock, then open the table.  So,
 -- from the rename on, none of them gets past the table until the update
 -- has committed; one that took its advisory lock meanwhile is listed here
--- too, unless it came after this block (then it proceeds after the
--- commit, and its next call re-reads the table's shape: a 1.1 library
--- refuses it, a 1.2 library keys with the secret).
+-- too, unless it came after this block: then, once the update has
+-- committed, a 1.2 library fails that call (src/relation.c,
+-- DlockKeySchemeUnchanged; test/t/019_lock_key_update_race.pl), and a 1.1
+-- library lets it finish, but refuses its next call, the fence of a later
+-- write included (the table's shape is re-read).
 --
 -- The full install (dlock--1.2.sql) runs this too: there, dlock_lease was
 -- created by this very transaction (the xmin of its row type), and locks
