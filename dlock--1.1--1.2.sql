@@ -451,6 +451,33 @@ $dlock$;
 -- leaves the row out and a restore draws a new secret, since keys only
 -- matter for live locks.  The secret never changes while the extension
 -- exists.
+-- Review 2, finding 6: where others may create tables in the extension's
+-- schema (public on PostgreSQL 14), a relation of that name made by
+-- someone else would fail the CREATE TABLE below with a bare "already
+-- exists": say whose it is and what to do.
+DO $dlock$
+DECLARE
+	squatter record;
+BEGIN
+	SELECT c.oid::pg_catalog.regclass::pg_catalog.text AS rel,
+		   pg_catalog.pg_get_userbyid(c.relowner) AS owner
+	  INTO squatter
+	  FROM pg_catalog.pg_class AS c
+	 WHERE c.relname OPERATOR(pg_catalog.=) 'dlock_lock_key'
+	   AND c.relnamespace OPERATOR(pg_catalog.=) '@extschema@'::pg_catalog.regnamespace
+	   AND NOT EXISTS (SELECT FROM pg_catalog.pg_depend AS d
+						WHERE d.classid OPERATOR(pg_catalog.=) 'pg_catalog.pg_class'::pg_catalog.regclass
+						  AND d.objid OPERATOR(pg_catalog.=) c.oid
+						  AND d.refclassid OPERATOR(pg_catalog.=) 'pg_catalog.pg_extension'::pg_catalog.regclass
+						  AND d.deptype OPERATOR(pg_catalog.=) 'e');
+	IF FOUND THEN
+		RAISE EXCEPTION 'relation "%" already exists and does not belong to extension "dlock"', squatter.rel
+			USING ERRCODE = '42P07',
+				  DETAIL = pg_catalog.format('Version 1.2 of dlock creates a table of that name; relation "%s" is owned by role "%s".', squatter.rel, squatter.owner),
+				  HINT = 'Drop that relation, rename it or move it to another schema (as its owner or a superuser), then run the command again.';
+	END IF;
+END
+$dlock$;
 CREATE TABLE @extschema@.dlock_lock_key (
 	scheme pg_catalog.int4 NOT NULL,
 	secret pg_catalog.bytea NOT NULL,
@@ -487,3 +514,130 @@ LANGUAGE C VOLATILE CALLED ON NULL INPUT PARALLEL UNSAFE;
 REVOKE ALL ON FUNCTION @extschema@.dlock_rebase(pg_catalog.int8) FROM PUBLIC;
 COMMENT ON FUNCTION @extschema@.dlock_rebase(pg_catalog.int8) IS
 	'dlock_rebase(), and every later token is also above at_least: raises the token counter, never lowers it; returns the new floor; superusers and the extension owner only';
+-- issue 24 item 3 (review 2, finding 1): refuse the update while another
+-- transaction holds a lock of dlock's under the 1.1 keys
+--
+-- A transaction that checked a name under its 1.1 key (dlock_check, or a
+-- fenced write) keeps only the name's advisory check lock, no lock on a
+-- table; from the update on, every backend keys the name with the secret
+-- and no longer sees it: the next holder could get its token while that
+-- transaction's fenced write is still to commit.  So the update refuses
+-- while any other backend of this database holds one of dlock's advisory
+-- locks (field 4 of the locktag, objsubid, 17484 to 17487, src/dlock.h),
+-- rather than waiting: the rename above holds AccessExclusiveLock on
+-- dlock_lease until the update commits, and a waiting update would block
+-- the next dlock call of the very transactions it waits for.
+--
+-- Every dlock call opens dlock_lease (src/relation.c, DlockOpenLeaseTable
+-- and WaitForRelationLock; src/lease.c, src/fence.c): an acquire locks it
+-- before it takes any advisory lock (src/acquire.c); a check, a renewal
+-- and a release take the name's advisory lock, then open the table.  So,
+-- from the rename on, none of them gets past the table until the update
+-- has committed; one that took its advisory lock meanwhile is listed here
+-- too, unless it came after this block: then, once the update has
+-- committed, a 1.2 library fails that call (src/relation.c,
+-- DlockKeySchemeUnchanged; test/t/019_lock_key_update_race.pl), and a 1.1
+-- library lets it finish, but refuses its next call, the fence of a later
+-- write included (the table's shape is re-read).
+--
+-- The full install (dlock--1.2.sql) runs this too: there, dlock_lease was
+-- created by this very transaction (the xmin of its row type), and locks
+-- left from a dropped dlock are none of its business.
+DO $dlock$
+DECLARE
+	pids pg_catalog.text;
+BEGIN
+	IF (SELECT ty.xmin FROM pg_catalog.pg_type AS ty
+		 WHERE ty.oid OPERATOR(pg_catalog.=) '@extschema@.dlock_lease'::pg_catalog.regtype)
+	   OPERATOR(pg_catalog.=) ANY (SELECT l.transactionid FROM pg_catalog.pg_locks AS l
+		 WHERE l.locktype OPERATOR(pg_catalog.=) 'transactionid' AND l.granted
+		   AND l.mode OPERATOR(pg_catalog.=) 'ExclusiveLock'
+		   AND l.pid OPERATOR(pg_catalog.=) pg_catalog.pg_backend_pid()) THEN
+		RETURN;
+	END IF;
+	SELECT pg_catalog.string_agg(DISTINCT l.pid::pg_catalog.text, ', ')
+	  INTO pids
+	  FROM pg_catalog.pg_locks AS l
+	 WHERE l.locktype OPERATOR(pg_catalog.=) 'advisory'
+	   AND l.database OPERATOR(pg_catalog.=)
+		   (SELECT d.oid FROM pg_catalog.pg_database AS d
+			 WHERE d.datname OPERATOR(pg_catalog.=) pg_catalog.current_database())
+	   AND l.objsubid OPERATOR(pg_catalog.>=) 17484
+	   AND l.objsubid OPERATOR(pg_catalog.<=) 17487
+	   AND l.granted
+	   AND l.pid OPERATOR(pg_catalog.<>) pg_catalog.pg_backend_pid();
+	IF pids IS NOT NULL THEN
+		RAISE EXCEPTION 'cannot update extension "dlock" to version 1.2 while other transactions hold dlock locks'
+			USING ERRCODE = '55000',
+				  DETAIL = pg_catalog.format('They hold them under the lock keys of version 1.1.  Process IDs: %s.', pids),
+				  HINT = 'End those transactions or wait for them to end, then run ALTER EXTENSION dlock UPDATE again.';
+	END IF;
+END
+$dlock$;
+-- issue 24 item 3 (review 2, findings 3 and 6): the lock key stays the
+-- database's own and never changes
+--
+-- A FOR ALL TABLES publication publishes dlock_lock_key too.  A subscriber
+-- must keep its own secret: a second row makes every new backend there
+-- refuse, and a copied secret is the publisher's.  Logical replication
+-- applies rows, the initial table sync (a COPY) as well as the stream,
+-- with session_replication_role = replica (worker.c: ApplyWorkerMain, on
+-- PostgreSQL 16 and later InitializeLogRepWorker, which the table sync
+-- workers run too), where only triggers enabled REPLICA or ALWAYS fire,
+-- BEFORE ROW ones included (ExecBRInsertTriggers and the like, called by
+-- the apply worker's ExecSimpleRelation* and by CopyFrom).  So a REPLICA
+-- row trigger skips every replicated row.
+--
+-- In origin mode, the secret never changes: backends cache it for their
+-- life (src/locktag.c), so a new one would split the key space.  A BEFORE
+-- row trigger refuses an UPDATE, a DELETE and an INSERT next to the row
+-- (this script's INSERT above came first), and a BEFORE TRUNCATE trigger,
+-- enabled ALWAYS, refuses a TRUNCATE, replicated ones included (a
+-- statement trigger cannot skip it).  Superusers can still disable
+-- triggers; that is theirs to answer for.
+CREATE FUNCTION @extschema@.dlock_lock_key_replicated()
+RETURNS trigger
+LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE SECURITY INVOKER
+SET search_path = pg_catalog, pg_temp
+AS $dlock$
+BEGIN
+	RETURN NULL;
+END
+$dlock$;
+COMMENT ON FUNCTION @extschema@.dlock_lock_key_replicated() IS
+	'trigger of dlock_lock_key, enabled for replicas only: skips every row logical replication applies, so that a subscriber keeps its own lock key';
+CREATE FUNCTION @extschema@.dlock_lock_key_frozen()
+RETURNS trigger
+LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE SECURITY INVOKER
+SET search_path = pg_catalog, pg_temp
+AS $dlock$
+BEGIN
+	IF TG_OP OPERATOR(pg_catalog.=) 'INSERT'
+	   AND NOT EXISTS (SELECT FROM @extschema@.dlock_lock_key) THEN
+		RETURN NEW;
+	END IF;
+	RAISE EXCEPTION 'the lock key of extension dlock never changes'
+		USING ERRCODE = '55000',
+			  DETAIL = 'Backends keep the lock key they read: a new one would give one lock name two keys.',
+			  HINT = 'To draw a new lock key, drop and re-create the extension (docs/tokens.md).';
+END
+$dlock$;
+COMMENT ON FUNCTION @extschema@.dlock_lock_key_frozen() IS
+	'trigger of dlock_lock_key: refuses every change of the lock key (UPDATE, DELETE, TRUNCATE, a second row)';
+CREATE TRIGGER dlock_lock_key_replicated
+	BEFORE INSERT OR UPDATE OR DELETE ON @extschema@.dlock_lock_key
+	FOR EACH ROW EXECUTE FUNCTION @extschema@.dlock_lock_key_replicated();
+ALTER TABLE @extschema@.dlock_lock_key ENABLE REPLICA TRIGGER dlock_lock_key_replicated;
+COMMENT ON TRIGGER dlock_lock_key_replicated ON @extschema@.dlock_lock_key IS
+	'dlock: a subscriber keeps its own lock key (rows applied by logical replication are skipped)';
+CREATE TRIGGER dlock_lock_key_frozen
+	BEFORE INSERT OR UPDATE OR DELETE ON @extschema@.dlock_lock_key
+	FOR EACH ROW EXECUTE FUNCTION @extschema@.dlock_lock_key_frozen();
+COMMENT ON TRIGGER dlock_lock_key_frozen ON @extschema@.dlock_lock_key IS
+	'dlock: the lock key never changes';
+CREATE TRIGGER dlock_lock_key_truncate
+	BEFORE TRUNCATE ON @extschema@.dlock_lock_key
+	FOR EACH STATEMENT EXECUTE FUNCTION @extschema@.dlock_lock_key_frozen();
+ALTER TABLE @extschema@.dlock_lock_key ENABLE ALWAYS TRIGGER dlock_lock_key_truncate;
+COMMENT ON TRIGGER dlock_lock_key_truncate ON @extschema@.dlock_lock_key IS
+	'dlock: the lock key never changes, nor is it truncated (by logical replication either)';

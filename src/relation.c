@@ -165,6 +165,24 @@ DlockGetRelations(FunctionCallInfo fcinfo)
 }
 
 /*
+ * A call that found the relations, and keyed its name the 1.1 way, before
+ * the update to 1.2 committed, and got the lease table only after it (the
+ * update holds the table locked until it commits): its name's locks are
+ * under a key no backend uses any more, so it must not go on.  The update
+ * itself refuses while such locks are held (dlock--1.1--1.2.sql); this is
+ * for a call that took its lock after that check.
+ */
+static void
+DlockKeySchemeUnchanged(Oid lease_table)
+{
+	if (DlockLeaseTableShape(lease_table) == DLOCK_LEASE_1_2)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("extension \"dlock\" was updated while a dlock function was running"),
+				 errhint("Run the transaction again.")));
+}
+
+/*
  * Open the lease table with the given lock.  The table may have been dropped
  * since its OID was looked up (DROP EXTENSION while an acquire waits): that
  * is a clear error, never a failed internal lookup.  The lock of a write,
@@ -182,6 +200,9 @@ DlockOpenLeaseTable(const DlockRelations *rels, LOCKMODE mode)
 	rel = try_relation_open(rels->lease_table, mode);
 	if (rel == NULL)
 		DlockExtensionGone();
+	/* The lock taken, invalidations are in: was it updated to 1.2 since? */
+	if (!cached_relations_valid && !OidIsValid(rels->key_table))
+		DlockKeySchemeUnchanged(rels->lease_table);
 	return rel;
 }
 

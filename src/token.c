@@ -773,8 +773,15 @@ TokenDraw(const DlockRelations *rels, int64 last)
 }
 
 /*
- * The argument of dlock_rebase(at_least): not null, not negative.  Zero
- * without it.
+ * The highest at_least dlock_rebase accepts: 2^62, which leaves the
+ * counter more than 2^62 draws before its maximum (2^63 - 1), where every
+ * acquisition would fail.  The clock scheme's tokens are near 2^51.
+ */
+#define DLOCK_REBASE_MAX	(INT64CONST(1) << 62)
+
+/*
+ * The argument of dlock_rebase(at_least): not null, not negative, not above
+ * DLOCK_REBASE_MAX.  Zero without it.
  */
 static int64
 TokenAtLeastArg(FunctionCallInfo fcinfo)
@@ -792,6 +799,12 @@ TokenAtLeastArg(FunctionCallInfo fcinfo)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("argument \"%s\" must not be negative", "at_least")));
+	if (at_least > DLOCK_REBASE_MAX)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("argument \"%s\" must not be greater than %lld",
+						"at_least", (long long) DLOCK_REBASE_MAX),
+				 errdetail("Tokens above it would leave too little room before the token counter reaches its maximum, after which every acquisition fails.")));
 	return at_least;
 }
 

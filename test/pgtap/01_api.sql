@@ -38,6 +38,8 @@ SELECT set_eq(
           'function dlock_rebase(bigint)',
           'function dlock_resolve_holder(name,oid,bigint)',
           'function dlock_remaining(text,bigint)',
+          'function dlock_lock_key_replicated()',
+          'function dlock_lock_key_frozen()',
           'table dlock_lease',
           'table dlock_epoch',
           'table dlock_lock_key',

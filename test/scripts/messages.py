@@ -140,7 +140,10 @@ def style_problems(kind, text):
         after = text[conv.end():]
         quoted = before.count('\\"') % 2 == 1
         typename = re.search(r"\btype $", before)
-        if not quoted and not typename:
+        # A list of process IDs, as PostgreSQL's own "Processes holding
+        # the lock: %s." (proc.c).
+        pids = re.search(r"\bProcess IDs: $", before)
+        if not quoted and not typename and not pids:
             problems.append("%s that is not a quoted name: the message is built from fragments")
             break
     for word in ("unable", "illegal", "bad", "unknown"):

@@ -173,14 +173,41 @@ cmp_ok(acquire_checked('carry', "c/$_", 'ahead'), '>', $ahead,
 	'dlock_rebase(at_least): tokens above at_least') for 1 .. 3;
 cmp_ok(sql('carry', 'SELECT dlock_rebase(1)'), '>', $ahead,
 	'dlock_rebase(at_least) never lowers the counter');
-sql('carry', q{BEGIN;
-SELECT greatest((SELECT last_value FROM dlock_token_seq),
+# The carry-over of docs/tokens.md, one statement at a time, while other
+# sessions acquire between its steps (review 2, finding 2): a token drawn
+# after the carry was read, before the drop, would be above the carry, and
+# the new extension would hand it out again.  The lock on dlock_lease keeps
+# them out until the commit (with no wait they are busy: 0).  Acquires
+# right after BEGIN come before the carry is read.
+my $proc = $node->background_psql('carry', on_error_stop => 1);
+my $concurrent = 0;
+my $n = 0;
+sub acquire_meanwhile
+{
+	my ($locked) = @_;
+	my $t = sql('carry', q{SELECT dlock_acquire('c/meanwhile/} . ++$n . q{', '1 hour')});
+	push @{ $handed{carry} }, $t if $t > 0;
+	$concurrent++ if $t > 0 && $locked;
+}
+for my $step (
+	'BEGIN',
+	'LOCK TABLE dlock_lease IN ACCESS EXCLUSIVE MODE',
+	q{SELECT greatest((SELECT last_value FROM dlock_token_seq),
                 (SELECT max(floor) FROM dlock_epoch),
-                (SELECT max(token) FROM dlock_lease)) AS carry \gset
-DROP EXTENSION dlock;
-CREATE EXTENSION dlock;
-SELECT dlock_rebase(:carry) > 0 AS rebased;
-COMMIT;});
+                (SELECT max(token) FROM dlock_lease)) AS carry \gset},
+	'DROP EXTENSION dlock',
+	'CREATE EXTENSION dlock',
+	'SELECT dlock_rebase(:carry) > 0 AS rebased')
+{
+	$proc->query_safe($step);
+	# From the drop on, an acquire waits for the commit (the dropped
+	# objects are locked): the window is before it.
+	acquire_meanwhile($step ne 'BEGIN')
+	  for $step =~ /^(BEGIN|LOCK|SELECT greatest)/ ? 1 .. 3 : ();
+}
+$proc->query_safe('COMMIT');
+$proc->quit;
+is($concurrent, 0, 'the carry-over: no token drawn from the lock on');
 delete $last{carry};
 acquire_checked('carry', "c/$_", 'drop and create with the carry-over')
   for 1 .. 3;

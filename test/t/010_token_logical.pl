@@ -88,6 +88,33 @@ cmp_ok($t_job, '>', $t_new, 'cut over: tokens keep rising');
 is($new->safe_psql('postgres', "SELECT dlock_release('late', $late)"),
 	't', 'cut over: the holder of a carried-over lease releases it with its token');
 
+# A FOR ALL TABLES publication (review 2, finding 3): it publishes
+# dlock_lock_key too, whose row the subscriber must not take: the initial
+# copy and the stream apply it in replica mode, where the table's REPLICA
+# trigger skips it.  The subscriber keeps its one row, its own secret, and
+# new backends there acquire.
+$old->safe_psql('postgres', 'CREATE PUBLICATION dlock_all FOR ALL TABLES');
+$new->safe_psql('postgres', 'CREATE DATABASE allsub');
+$new->safe_psql('allsub', 'CREATE EXTENSION dlock');
+my $own = $new->safe_psql('allsub', 'SELECT secret FROM dlock_lock_key');
+$new->safe_psql('allsub',
+	"CREATE SUBSCRIPTION dlock_all_sub CONNECTION '$connstr' PUBLICATION dlock_all");
+ok( $new->poll_query_until('allsub',
+		q{SELECT count(*) = 0 FROM pg_subscription_rel WHERE srsubstate NOT IN ('r', 's')}),
+	'FOR ALL TABLES: the initial copy is done');
+$old->wait_for_catchup('dlock_all_sub');
+is($new->safe_psql('allsub', 'SELECT count(*) FROM dlock_lease WHERE name = \'late\''),
+	'1', 'FOR ALL TABLES: the lease rows came over');
+is($new->safe_psql('allsub', 'SELECT count(*) FROM dlock_lock_key'),
+	'1', 'FOR ALL TABLES: the subscriber has one lock key row');
+is($new->safe_psql('allsub', 'SELECT secret FROM dlock_lock_key'),
+	$own, 'FOR ALL TABLES: the subscriber keeps its own secret');
+isnt($own, $old->safe_psql('postgres', 'SELECT secret FROM dlock_lock_key'),
+	'control: the two secrets differ');
+like($new->safe_psql('allsub', q{SELECT dlock_acquire('all/1', '1 hour')}),
+	qr/^\d+$/, 'FOR ALL TABLES: a new backend of the subscriber acquires');
+$new->safe_psql('allsub', 'DROP SUBSCRIPTION dlock_all_sub');
+
 $old->stop;
 $new->stop;
 

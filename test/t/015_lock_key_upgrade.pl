@@ -116,6 +116,23 @@ is(key_is_1_1($old, $held), 't', 'the 1.1 library keys names with hashtextextend
 # the old one.  The old session keeps the code it loaded.
 copy("$pkglibdir/dlock.so", "$root$pkglibdir/dlock.so.new") or die "copy the 1.2 library: $!";
 rename("$root$pkglibdir/dlock.so.new", "$root$pkglibdir/dlock.so") or die "rename: $!";
+# A transaction that checked a name under its 1.1 key and is still open
+# makes the update refuse (review 2, finding 1): once updated, the next
+# holder would not see that check, and could get its token before the
+# transaction's fenced write commits.  Nothing changes.
+$old->query_safe('BEGIN');
+is($old->query_safe(qq{SELECT dlock_check('payouts', $held)}), 't',
+	'an open transaction checks under the 1.1 key');
+my ($rc, $out, $err) = (0, '', '');
+$rc = $node->psql('postgres', "\\set VERBOSITY verbose\nALTER EXTENSION dlock UPDATE",
+	stdout => \$out, stderr => \$err);
+isnt($rc, 0, 'the update fails while a check under the 1.1 key is open');
+like($err,
+	qr/ERROR:  55000: cannot update extension "dlock" to version 1\.2 while other transactions hold dlock locks\n.*DETAIL:  They hold them under the lock keys of version 1\.1\.  Process IDs: \d+\./s,
+	'the update says which backends hold the locks, with SQLSTATE 55000');
+is($node->safe_psql('postgres', q{SELECT extversion FROM pg_extension WHERE extname = 'dlock'}),
+	'1.1', 'the refused update changes nothing');
+$old->query_safe('COMMIT');
 $node->safe_psql('postgres', 'ALTER EXTENSION dlock UPDATE');
 is($node->safe_psql('postgres', q{SELECT extversion FROM pg_extension WHERE extname = 'dlock'}),
 	'1.2', 'updated to 1.2 with the 1.1 session still open');
