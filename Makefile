@@ -16,6 +16,7 @@ OBJS = \
 	src/locktag.o \
 	src/relation.o \
 	src/token.o \
+	src/undelivered.o \
 	src/wait.o
 
 # The full install script of the version in progress (default_version in

@@ -114,6 +114,7 @@ AcquireUnderStateLock(FunctionCallInfo fcinfo, const DlockRelations *rels,
 		}
 		*token = TokenDraw(rels, lease->found ? lease->token : 0);
 		LeaseWriteNew(rels, name, lease, *token, owner, *now, expires_at);
+		UndeliveredNoteAcquire(fcinfo, name, *token);	/* undelivered.c */
 		return ACQUIRE_DONE;
 	}
 	NameLockGiveBack(tag, DLOCK_LOCK_STATE);

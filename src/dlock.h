@@ -259,4 +259,8 @@ extern FenceMove *FencePendingMove(void);
 extern bool CheckLockHeld(const LOCKTAG *tag);
 extern void CheckLockRemember(const LOCKTAG *tag);
 
+/* undelivered.c */
+extern void UndeliveredNoteAcquire(FunctionCallInfo fcinfo, text *name,
+								   int64 token);
+
 #endif							/* DLOCK_H */
