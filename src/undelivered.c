@@ -53,7 +53,6 @@
 #include "access/xact.h"
 #include "catalog/pg_type.h"
 #include "executor/spi.h"
-#include "libpq/libpq.h"
 #include "miscadmin.h"
 #include "storage/ipc.h"
 #include "tcop/tcopprot.h"
@@ -63,6 +62,7 @@
 #include "utils/memutils.h"
 #include "utils/snapmgr.h"
 
+#include "compat.h"
 #include "dlock.h"
 
 /* A new token an acquire drew, kept in TopMemoryContext. */
