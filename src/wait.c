@@ -60,6 +60,7 @@
 #include "storage/proc.h"
 #include "tcop/tcopprot.h"
 #include "utils/guc.h"
+#include "utils/inval.h"
 #include "utils/memutils.h"
 #include "utils/resowner.h"
 #include "utils/wait_event.h"
@@ -363,8 +364,19 @@ WaitForRelationLock(Oid relid, const DlockWait *w)
 	LOCKTAG		tag;
 
 	SET_LOCKTAG_RELATION(tag, MyDatabaseId, relid);
-	return NameLockTry(&tag, AccessShareLock) ||
-		WaitForNameLock(&tag, AccessShareLock, w);
+	if (!NameLockTry(&tag, AccessShareLock) &&
+		!WaitForNameLock(&tag, AccessShareLock, w))
+		return false;
+
+	/*
+	 * As LockRelationOid does once it holds the lock: read the catalog
+	 * changes committed before it was granted (a REINDEX CONCURRENTLY that
+	 * replaced the primary key, say), so that the relation is opened as it
+	 * is now even by a caller that opens it without locking it again
+	 * (LeaseFetchLocked).
+	 */
+	AcceptInvalidationMessages();
+	return true;
 }
 
 /* Give back one WaitForRelationLock. */
