@@ -71,6 +71,11 @@ class Proxy:
                 break
             if not data:
                 break
+            verdict = self._intercept(src, dst, data)
+            if verdict == "held":
+                continue
+            if verdict == "stop":
+                return
             while self._frozen.is_set() and not self._closed:
                 time.sleep(0.01)
             try:
@@ -82,6 +87,12 @@ class Proxy:
                 sock.shutdown(socket.SHUT_RDWR)
             except OSError:
                 pass
+
+    def _intercept(self, src: socket.socket, dst: socket.socket, data: bytes) -> str:
+        """What to do with a chunk before it is forwarded: "forward" it,
+        "held" (the subclass kept it; read on), or "stop" this direction
+        without shutting either socket down.  A subclass overrides it."""
+        return "forward"
 
     def refuse(self) -> None:
         """New connections fail at once (the socket file is gone)."""

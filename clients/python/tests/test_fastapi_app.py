@@ -52,37 +52,20 @@ class HoldingProxy(Proxy):
             except OSError:  # the backend is gone
                 pass
 
-    def _pump(self, src: socket.socket, dst: socket.socket) -> None:
+    def _intercept(self, src: socket.socket, dst: socket.socket, data: bytes) -> str:
         try:
             from_client = src.getsockname() == self.path
         except OSError:
-            return
-        while True:
-            try:
-                data = src.recv(65536)
-            except OSError:
-                break
-            if not data:
-                break
-            if from_client and self.trigger is not None and self.trigger in data:
-                self.trigger = None
-                self.held.append((dst, data))
-                self.seen.set()
-                if self.cut_client:
-                    src.shutdown(socket.SHUT_RDWR)
-                    return  # the backend's side stays open, its COMMIT not yet sent
-                continue
-            while self._frozen.is_set() and not self._closed:
-                time.sleep(0.01)
-            try:
-                dst.sendall(data)
-            except OSError:
-                break
-        for sock in (src, dst):
-            try:
-                sock.shutdown(socket.SHUT_RDWR)
-            except OSError:
-                pass
+            return "stop"
+        if from_client and self.trigger is not None and self.trigger in data:
+            self.trigger = None
+            self.held.append((dst, data))
+            self.seen.set()
+            if self.cut_client:
+                src.shutdown(socket.SHUT_RDWR)
+                return "stop"  # the backend's side stays open, its COMMIT not yet sent
+            return "held"
+        return "forward"
 
 
 @pytest.fixture
