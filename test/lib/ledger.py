@@ -26,6 +26,7 @@ flag a ledger that breaks it (test/scripts/ledger.sh).
 
 import json
 import sys
+import time
 
 
 def us(expr):
@@ -83,6 +84,24 @@ CREATE CONSTRAINT TRIGGER ledger_3_commit AFTER INSERT ON ledger
     DEFERRABLE INITIALLY DEFERRED
     FOR EACH ROW EXECUTE FUNCTION ledger_commit_stamp();
 """
+
+
+def one(conn, query, params=()):
+    """The first column of the first row of query (a psycopg connection)."""
+    return conn.execute(query, params).fetchone()[0]
+
+
+def timed(conn, query, params=()):
+    """(result or None, SQLSTATE or None, seconds) of query: the lock-key
+    suites time how long another name's call is held up."""
+    import psycopg  # only the suites that run SQL have it loaded anyway
+
+    t = time.monotonic()
+    try:
+        r = conn.execute(query, params).fetchone()[0]
+        return r, None, time.monotonic() - t
+    except psycopg.Error as e:
+        return None, e.sqlstate, time.monotonic() - t
 
 
 class Tap:

@@ -35,7 +35,7 @@ import time
 import psycopg
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
-from ledger import Tap  # noqa: E402
+from ledger import Tap, one, timed  # noqa: E402
 from siphash24 import siphash24  # noqa: E402
 
 DB = os.environ.get("DLOCK_COLLISION_DB", "dlock_collision")
@@ -46,20 +46,6 @@ KEYED_NAMES = 20000
 
 def connect(name):
     return psycopg.connect(dbname=DB, autocommit=True, application_name=name)
-
-
-def one(conn, query, params=()):
-    return conn.execute(query, params).fetchone()[0]
-
-
-def timed(conn, query, params=()):
-    """(result or None, SQLSTATE or None, seconds)"""
-    t = time.monotonic()
-    try:
-        r = conn.execute(query, params).fetchone()[0]
-        return r, None, time.monotonic() - t
-    except psycopg.Error as e:
-        return None, e.sqlstate, time.monotonic() - t
 
 
 def run(tap):

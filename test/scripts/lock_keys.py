@@ -49,7 +49,7 @@ import time
 import psycopg
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
-from ledger import Tap  # noqa: E402
+from ledger import Tap, one, timed  # noqa: E402
 from lookup3_collide import collide, hash_extended  # noqa: E402
 import siphash24  # noqa: E402
 
@@ -65,20 +65,6 @@ SAMPLES = ["a", "payouts", "nightly-report", "\u00e9t\u00e9/\u65e5\u672c/\U0001F
 def connect(db, user=None, name="lock_keys"):
     kw = {"user": user} if user else {}
     return psycopg.connect(dbname=db, autocommit=True, application_name=name, **kw)
-
-
-def one(conn, query, params=()):
-    return conn.execute(query, params).fetchone()[0]
-
-
-def timed(conn, query, params=()):
-    """(result or None, SQLSTATE or None, seconds)"""
-    t = time.monotonic()
-    try:
-        r = conn.execute(query, params).fetchone()[0]
-        return r, None, time.monotonic() - t
-    except psycopg.Error as e:
-        return None, e.sqlstate, time.monotonic() - t
 
 
 def secret_of(conn):
