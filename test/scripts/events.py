@@ -58,7 +58,7 @@ import psycopg
 from psycopg import sql
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
-from ledger import Tap  # noqa: E402  (the TAP lines of every Python suite)
+from ledger import Tap, one  # noqa: E402  (the TAP lines of every Python suite)
 
 DB = os.environ.get("DLOCK_EVENTS_DB", "dlock_events")
 APP = "regress_dlock_events_app"
@@ -71,10 +71,6 @@ def connect(user=None, db=DB):
     if user:
         kw["user"] = user
     return psycopg.connect(**kw)
-
-
-def one(conn, query, params=None):
-    return conn.execute(query, params).fetchone()[0]
 
 
 def sqlstate(conn, query, params=None):
