@@ -76,6 +76,18 @@ CheckLeaseQuota(const DlockRelations *rels, TimestampTz now,
 	return true;
 }
 
+/* Give back the quota lock CheckLeaseQuota took, when nothing was written. */
+static void
+LeaseQuotaGiveBack(void)
+{
+	LOCKTAG		tag;
+
+	if (dlock_max_leases_per_role <= 0)
+		return;
+	RoleQuotaTag(GetUserId(), &tag);
+	NameLockGiveBack(&tag, ExclusiveLock);
+}
+
 /*
  * With DLOCK_LOCK_STATE on the name held, decide again on the state nobody
  * can change now: renew the owner's own lease (its token), or hand a free
@@ -112,7 +124,15 @@ AcquireUnderStateLock(FunctionCallInfo fcinfo, const DlockRelations *rels,
 			NameLockGiveBack(tag, DLOCK_LOCK_STATE);
 			return ACQUIRE_TIMEOUT;
 		}
-		*token = TokenDraw(rels, lease->found ? lease->token : 0);
+		*token = TokenDraw(rels, lease->found ? lease->token : 0, w);
+		if (*token == 0)
+		{
+			/* Nothing written: what this call took for it goes back. */
+			LeaseQuotaGiveBack();
+			NameLockGiveBack(tag, DLOCK_LOCK_HANDOVER);
+			NameLockGiveBack(tag, DLOCK_LOCK_STATE);
+			return ACQUIRE_TIMEOUT;
+		}
 		LeaseWriteNew(rels, name, lease, *token, owner, *now, expires_at);
 		UndeliveredNoteAcquire(fcinfo, name, *token);	/* undelivered.c */
 		return ACQUIRE_DONE;
@@ -134,7 +154,11 @@ AcquireAsHead(FunctionCallInfo fcinfo, const DlockRelations *rels,
 {
 	TimestampTz now = GetCurrentTimestamp();
 
-	LeaseFetch(rels, name, lease);
+	if (!LeaseFetchLocked(rels, name, lease, w))
+	{
+		NameLockGiveBack(tag, DLOCK_LOCK_STATE);
+		return ACQUIRE_TIMEOUT;
+	}
 	if (LeaseIsHeld(lease, now) && !IsOwnerRenewal(lease, owner))
 	{
 		NameLockGiveBack(tag, DLOCK_LOCK_STATE);
@@ -191,7 +215,12 @@ HeadTakesTurn(FunctionCallInfo fcinfo, text *name, const LOCKTAG *tag,
 		*done = true;			/* the deadline came first */
 		return false;
 	}
-	LeaseFetch(rels, name, &lease);
+	if (!LeaseFetchLocked(rels, name, &lease, w))
+	{
+		RelationLockGiveBack(rels->lease_table);
+		*done = true;
+		return false;
+	}
 
 	if (LeaseIsHeld(&lease, now) && !IsOwnerRenewal(&lease, owner))
 	{
@@ -293,7 +322,11 @@ AcquireAtOnce(FunctionCallInfo fcinfo, const DlockRelations *rels,
 	LOCKTAG		queue_tag;
 	DlockLease	lease;
 
-	LeaseFetchLocked(rels, name, &lease);
+	if (!LeaseFetchLocked(rels, name, &lease, w))
+	{
+		*token = 0;				/* the deadline came first */
+		return true;
+	}
 	if (LeaseIsHeld(&lease, w->start))
 	{
 		if (IsOwnerRenewal(&lease, owner))
@@ -324,10 +357,11 @@ AcquireAtOnce(FunctionCallInfo fcinfo, const DlockRelations *rels,
  * to wait_usecs: a new token if it was free, the same token if owner renews
  * its own lease, 0 if still busy.  The busy path (held, wait = 0) is one
  * read of the lease row (by its remembered address, see lease.c): no dlock
- * lock, no memory context, no transaction ID.  The lease table's lock is
- * waited for no longer than the deadline too (with wait = 0: not at all),
- * so an operator's VACUUM FULL queued behind another transaction does not
- * hold the acquire beyond it.
+ * lock, no memory context, no transaction ID.  The locks on dlock's
+ * relations are waited for no longer than the deadline too (with wait = 0:
+ * not at all): the lease table's (an operator's VACUUM FULL queued behind
+ * another transaction), its indexes' (a REINDEX), the counter's and the
+ * epoch table's (TokenDraw).
  */
 int64
 LeaseAcquire(FunctionCallInfo fcinfo, text *name, int64 wait_usecs,

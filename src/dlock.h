@@ -124,8 +124,6 @@ extern char *DlockOwnerArg(FunctionCallInfo fcinfo, int argno);
 /* lease.c */
 extern void LeaseFetch(const DlockRelations *rels, text *name,
 					   DlockLease *lease);
-extern void LeaseFetchLocked(const DlockRelations *rels, text *name,
-							 DlockLease *lease);
 extern void LeaseFetchSettled(const DlockRelations *rels, text *name,
 							  DlockLease *lease);
 extern void LeaseFetchForUpdate(const DlockRelations *rels, text *name,
@@ -151,7 +149,6 @@ extern int	LeaseCountHeldByRole(const DlockRelations *rels, Oid role,
 
 /* token.c */
 extern void TokenInit(void);
-extern int64 TokenDraw(const DlockRelations *rels, int64 last);
 extern void ForceDurableCommit(void);
 extern PGDLLEXPORT Datum dlock_rebase(PG_FUNCTION_ARGS);
 
@@ -163,8 +160,14 @@ typedef struct DlockWait
 } DlockWait;
 
 /* lease.c, waiting within an acquire's deadline */
+extern bool LeaseFetchLocked(const DlockRelations *rels, text *name,
+							 DlockLease *lease, const DlockWait *w);
 extern bool LeaseFetchForUpdateWithin(const DlockRelations *rels, text *name,
 									  DlockLease *lease, const DlockWait *w);
+
+/* token.c, waiting within an acquire's deadline */
+extern int64 TokenDraw(const DlockRelations *rels, int64 last,
+					   const DlockWait *w);
 
 /* acquire.c */
 extern int64 LeaseAcquire(FunctionCallInfo fcinfo, text *name,
@@ -185,6 +188,10 @@ extern void WaitForLeaseChange(const DlockWait *w, TimestampTz until);
 extern bool WaitForXact(TransactionId xid, const DlockWait *w);
 extern bool WaitForRelationLock(Oid relid, const DlockWait *w);
 extern void RelationLockGiveBack(Oid relid);
+extern bool WaitForRelationLockMode(Oid relid, LOCKMODE mode,
+									const DlockWait *w);
+extern void RelationLockGiveBackMode(Oid relid, LOCKMODE mode);
+extern bool WaitForIndexLocks(Relation rel, const DlockWait *w);
 extern void WaitCheckClient(void);
 extern void WaitCheckClientAtCommit(void);
 extern void WaitWakeQueueAtCommit(const LOCKTAG *tag);

@@ -259,28 +259,56 @@ LeaseLookupCached(const DlockRelations *rels, Relation rel, text *name,
 }
 
 /*
- * Look the lease called name up in rel, opened by the caller: at its last
- * known address, else by the index.
+ * Lock the primary key of rel for one index lookup, as the relation cache
+ * knows it once the lock is held (a REINDEX CONCURRENTLY may have replaced
+ * it meanwhile), waiting no longer than the deadline of w (NULL: as long as
+ * it takes): a non-concurrent REINDEX holds the index until its transaction
+ * ends.  InvalidOid when the deadline came first.
  */
-static void
+static Oid
+LeaseLockIndex(Relation rel, const DlockWait *w)
+{
+	for (;;)
+	{
+		Oid			indexoid = DlockLeaseIndex(rel);
+
+		if (!WaitForRelationLockMode(indexoid, AccessShareLock, w))
+			return InvalidOid;
+		if (DlockLeaseIndex(rel) == indexoid)
+			return indexoid;
+		RelationLockGiveBackMode(indexoid, AccessShareLock);
+	}
+}
+
+/*
+ * Look the lease called name up in rel, opened by the caller: at its last
+ * known address, else by the index, whose lock is waited for no longer
+ * than the deadline of w (NULL: as long as it takes).  False, with nothing
+ * looked up, when the deadline came first.
+ */
+static bool
 LeaseLookup(const DlockRelations *rels, Relation rel, text *name,
-			DlockLease *lease)
+			DlockLease *lease, const DlockWait *w)
 {
 	ScanKeyData key;
 	SysScanDesc scan;
 	HeapTuple	tuple;
 	uint64		hash;
 	LeaseRowCacheEntry *e = LeaseRowCacheEntryOf(name, &hash);
+	Oid			indexoid;
 
 	/*
 	 * The primary key is what makes a remembered row version the name's
 	 * only one: without it, no lookup is answered, remembered or not.
 	 */
-	Oid			indexoid = DlockLeaseIndex(rel);
+	(void) DlockLeaseIndex(rel);
 
 	if (LeaseLookupCached(rels, rel, name, e, hash, lease))
-		return;
+		return true;
 
+	indexoid = LeaseLockIndex(rel, w);
+	if (!OidIsValid(indexoid))
+		return false;
 	memset(lease, 0, sizeof(DlockLease));
 	ScanKeyInit(&key, Anum_dlock_lease_name, BTEqualStrategyNumber,
 				F_TEXTEQ, PointerGetDatum(name));
@@ -298,6 +326,8 @@ LeaseLookup(const DlockRelations *rels, Relation rel, text *name,
 	else if (e->hash == hash)
 		e->lease_table = InvalidOid;	/* the name has no row now */
 	systable_endscan(scan);
+	RelationLockGiveBackMode(indexoid, AccessShareLock);
+	return true;
 }
 
 /*
@@ -310,22 +340,27 @@ LeaseFetch(const DlockRelations *rels, text *name, DlockLease *lease)
 {
 	Relation	rel = DlockOpenLeaseTable(rels, AccessShareLock);
 
-	LeaseLookup(rels, rel, name, lease);
+	(void) LeaseLookup(rels, rel, name, lease, NULL);
 	table_close(rel, AccessShareLock);
 }
 
 /*
  * LeaseFetch for a caller that already holds a lock on the lease table
  * (acquire.c takes it bounded by its deadline, WaitForRelationLock): the
- * table is opened without taking the lock once more.
+ * table is opened without taking the lock once more, and the index's lock
+ * is waited for no longer than the deadline of w either.  False, with
+ * nothing looked up, when the deadline came first.
  */
-void
-LeaseFetchLocked(const DlockRelations *rels, text *name, DlockLease *lease)
+bool
+LeaseFetchLocked(const DlockRelations *rels, text *name, DlockLease *lease,
+				 const DlockWait *w)
 {
 	Relation	rel = DlockOpenLeaseTable(rels, NoLock);
+	bool		looked;
 
-	LeaseLookup(rels, rel, name, lease);
+	looked = LeaseLookup(rels, rel, name, lease, w);
 	table_close(rel, NoLock);
+	return looked;
 }
 
 /*
@@ -358,22 +393,38 @@ LeaseFetchForUpdate(const DlockRelations *rels, text *name, DlockLease *lease)
 }
 
 /*
- * LeaseFetchForUpdate waiting for a deleting transaction no longer than the
- * deadline of w (with w NULL, as long as it takes): false when the deadline
- * came first, and *lease is then not to be written.
+ * LeaseFetchForUpdate waiting no longer than the deadline of w (with w
+ * NULL, as long as it takes) for everything the write needs: the table's
+ * lock and its indexes' (a REINDEX or an ALTER holds them), the index
+ * lookup, and a transaction that is deleting the row.  False when the
+ * deadline came first, and *lease is then not to be written.  Locks taken
+ * for the write are kept until the transaction ends, as the write's own.
  */
 bool
 LeaseFetchForUpdateWithin(const DlockRelations *rels, text *name,
 						  DlockLease *lease, const DlockWait *w)
 {
-	Relation	rel = DlockOpenLeaseTable(rels, RowExclusiveLock);
+	Relation	rel;
 
+	if (w != NULL &&
+		!WaitForRelationLockMode(rels->lease_table, RowExclusiveLock, w))
+		return false;
+	rel = DlockOpenLeaseTable(rels, RowExclusiveLock);
+	if (w != NULL && !WaitForIndexLocks(rel, w))
+	{
+		table_close(rel, NoLock);
+		return false;
+	}
 	for (;;)
 	{
 		TransactionId deleter;
 		ItemPointerData tid;
 
-		LeaseLookup(rels, rel, name, lease);
+		if (!LeaseLookup(rels, rel, name, lease, w))
+		{
+			table_close(rel, NoLock);
+			return false;
+		}
 		if (!lease->found || !TransactionIdIsValid(lease->deleter))
 			break;
 		deleter = lease->deleter;

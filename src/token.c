@@ -322,34 +322,58 @@ TokenCheckCounter(Oid seqoid)
 	ReleaseSysCache(tuple);
 }
 
-/* The epoch table must have the columns this library reads and writes. */
-static void
-TokenCheckEpochTable(Oid relid)
+/*
+ * Lock the epoch table for one look (TokenCheckEpochTable, TokenLoadEpoch),
+ * waiting no longer than the deadline of w (NULL: as long as it takes);
+ * given back with RelationLockGiveBackMode(relid, AccessShareLock).
+ */
+static bool
+TokenLockForLook(Oid relid, const DlockWait *w)
 {
-	Relation	rel = table_open(relid, AccessShareLock);
-	int			natts = RelationGetDescr(rel)->natts;
+	return WaitForRelationLockMode(relid, AccessShareLock, w);
+}
 
+/*
+ * The epoch table must have the columns this library reads and writes.
+ * False when the deadline of w came before its lock.
+ */
+static bool
+TokenCheckEpochTable(Oid relid, const DlockWait *w)
+{
+	Relation	rel;
+	int			natts;
+
+	if (!TokenLockForLook(relid, w))
+		return false;
+	rel = table_open(relid, AccessShareLock);
+	natts = RelationGetDescr(rel)->natts;
 	table_close(rel, AccessShareLock);
+	RelationLockGiveBackMode(relid, AccessShareLock);
 	if (natts != Natts_dlock_epoch)
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 				 errmsg("relation \"dlock_epoch\" of extension \"dlock\" has %d columns, but this version of the library expects %d",
 						natts, Natts_dlock_epoch),
 				 errhint("Run ALTER EXTENSION dlock UPDATE.")));
+	return true;
 }
 
 /*
  * Check the relations tokens depend on, once per backend and again after
  * any change to them; find the epoch table (none: the 1.0 shape).  A 1.0
  * database looks for it at every draw, so that ALTER EXTENSION UPDATE takes
- * effect at once in every backend.
+ * effect at once in every backend.  The epoch table's lock is waited for no
+ * longer than the deadline of w (NULL: as long as it takes): false when the
+ * deadline came first.
  */
-static void
-TokenPrepare(const DlockRelations *rels)
+static bool
+TokenPrepare(const DlockRelations *rels, const DlockWait *w)
 {
+	Oid			epoch;
+
 	if (token_state_valid && token_state_seq == rels->token_seq &&
 		OidIsValid(token_state_epoch))
-		return;
+		return true;
 	if (!token_state_valid || token_state_seq != rels->token_seq)
 	{
 		token_state_valid = false;
@@ -362,13 +386,18 @@ TokenPrepare(const DlockRelations *rels)
 		token_state_epoch = InvalidOid;
 		token_state_valid = true;
 	}
-	token_state_epoch = get_relname_relid("dlock_epoch",
-										  get_rel_namespace(rels->token_seq));
-	if (OidIsValid(token_state_epoch))
+	/* Known only once checked, so that a failed check is made again. */
+	token_state_epoch = InvalidOid;
+	epoch = get_relname_relid("dlock_epoch",
+							  get_rel_namespace(rels->token_seq));
+	if (OidIsValid(epoch))
 	{
-		TokenCheckPersistence(token_state_epoch);
-		TokenCheckEpochTable(token_state_epoch);
+		TokenCheckPersistence(epoch);
+		if (!TokenCheckEpochTable(epoch, w))
+			return false;
 	}
+	token_state_epoch = epoch;
+	return true;
 }
 
 /* The history this backend draws in now. */
@@ -563,17 +592,47 @@ TokenRecordEpoch(Oid epoch_table, int64 floor, const TokenHistory *h,
  */
 #define TOKEN_JUMP_STRIPES 16
 
-static void
-TokenJumpLock(void)
+/*
+ * Take one stripe of the jump lock, waiting no longer than the deadline of
+ * w (NULL: as long as it takes): false when the deadline came first.
+ */
+static bool
+TokenJumpStripeLock(int stripe, LOCKMODE mode, const DlockWait *w)
+{
+	LOCKTAG		tag;
+
+	TokenJumpTag(&tag, stripe);
+	if (w == NULL)
+	{
+		NameLockWait(&tag, mode);
+		return true;
+	}
+	return NameLockTry(&tag, mode) || WaitForNameLock(&tag, mode, w);
+}
+
+/*
+ * Take every stripe exclusively, in order, waiting no longer than the
+ * deadline of w for them all: false, holding none, when it came first.
+ */
+static bool
+TokenJumpLock(const DlockWait *w)
 {
 	LOCKTAG		tag;
 	int			i;
 
 	for (i = 0; i < TOKEN_JUMP_STRIPES; i++)
 	{
-		TokenJumpTag(&tag, i);
-		NameLockWait(&tag, ExclusiveLock);
+		if (!TokenJumpStripeLock(i, ExclusiveLock, w))
+		{
+			while (--i >= 0)
+			{
+				TokenJumpTag(&tag, i);
+				NameLockGiveBack(&tag, ExclusiveLock);
+			}
+			return false;
+		}
 	}
+	return true;
 }
 
 static void
@@ -589,18 +648,46 @@ TokenJumpUnlock(void)
 	}
 }
 
-/* Draw from the counter on the fast path, in share mode (see above). */
+/*
+ * Draw from the counter on the fast path, in share mode (see above),
+ * waiting for a jump in progress no longer than the deadline of w: 0 when
+ * the deadline came first.  The caller holds the counter's lock.
+ */
 static int64
-TokenNextval(Oid seqoid)
+TokenNextval(Oid seqoid, const DlockWait *w)
 {
 	LOCKTAG		tag;
 	int64		t;
+	int			stripe = MyProcPid % TOKEN_JUMP_STRIPES;
 
-	TokenJumpTag(&tag, MyProcPid % TOKEN_JUMP_STRIPES);
-	NameLockWait(&tag, ShareLock);
+	if (!TokenJumpStripeLock(stripe, ShareLock, w))
+		return 0;
 	t = nextval_internal(seqoid, false);
+	TokenJumpTag(&tag, stripe);
 	NameLockGiveBack(&tag, ShareLock);
 	return t;
+}
+
+/*
+ * Take the locks a jump needs on dlock's relations, which it keeps until
+ * the transaction ends, waiting no longer than the deadline of w: the lease
+ * table (read), the epoch table and its indexes (a row is inserted), and
+ * the counter (set).  False when the deadline came first.
+ */
+static bool
+TokenJumpLockRelations(const DlockRelations *rels, const DlockWait *w)
+{
+	Relation	epoch;
+	bool		granted;
+
+	if (!WaitForRelationLockMode(rels->lease_table, AccessShareLock, w) ||
+		!WaitForRelationLockMode(token_state_epoch, RowExclusiveLock, w) ||
+		!WaitForRelationLockMode(rels->token_seq, RowExclusiveLock, w))
+		return false;
+	epoch = table_open(token_state_epoch, NoLock);
+	granted = WaitForIndexLocks(epoch, w);
+	table_close(epoch, NoLock);
+	return granted;
 }
 
 /* a + b, saturating at the top of bigint. */
@@ -620,7 +707,7 @@ TokenAdd(int64 a, int64 b)
  */
 static int64
 TokenJump(const DlockRelations *rels, Relation seqrel, int64 last,
-		  const char *reason, int64 *floor)
+		  const char *reason, int64 *floor, const DlockWait *w)
 {
 	TokenHistory cur;
 	TokenEpoch	latest;
@@ -631,11 +718,11 @@ TokenJump(const DlockRelations *rels, Relation seqrel, int64 last,
 	/*
 	 * Every draw waits while the jump lock is held: take the table locks of
 	 * the jump first, so that no one's DDL on them is waited for under it.
+	 * Both are waited for no longer than the deadline of w: 0 when it came
+	 * first (the caller's draw is then never handed out).
 	 */
-	LockRelationOid(rels->lease_table, AccessShareLock);
-	LockRelationOid(token_state_epoch, RowExclusiveLock);
-	LockRelationOid(rels->token_seq, RowExclusiveLock);
-	TokenJumpLock();
+	if (!TokenJumpLockRelations(rels, w) || !TokenJumpLock(w))
+		return 0;
 
 	TokenCurrentHistory(seqrel, &cur);
 	TokenLoadEpoch(token_state_epoch, &latest);
@@ -694,13 +781,17 @@ TokenTimelineFloor(void)
 	return (int64) (tli - 1) << DLOCK_TOKEN_EPOCH_SHIFT;
 }
 
-/* 1.0 shape: move the counter past floor, serialized like a jump. */
+/*
+ * 1.0 shape: move the counter past floor, serialized like a jump; 0 when
+ * the deadline of w came first.
+ */
 static int64
-TokenRaise10(const DlockRelations *rels, int64 floor)
+TokenRaise10(const DlockRelations *rels, int64 floor, const DlockWait *w)
 {
 	int64		t;
 
-	TokenJumpLock();
+	if (!TokenJumpLock(w))
+		return 0;
 	t = nextval_internal(rels->token_seq, false);
 	if (t < floor)
 	{
@@ -734,36 +825,54 @@ TokenFlushSequence(Relation seqrel)
 
 /*
  * A new token for a name whose last token is last (0 if none): above every
- * token this database handed out before, and above last.
+ * token this database handed out before, and above last.  Every lock the
+ * draw takes (the counter, the epoch table, the jump lock) is waited for no
+ * longer than the deadline of w, as the rest of an acquire: 0 when the
+ * deadline came first, and nothing was handed out.
  */
 int64
-TokenDraw(const DlockRelations *rels, int64 last)
+TokenDraw(const DlockRelations *rels, int64 last, const DlockWait *w)
 {
 	Relation	seqrel;
 	int64		t;
 	int64		floor;
 
-	TokenPrepare(rels);
-	t = TokenNextval(rels->token_seq);
+	/* nextval's own lock: an ALTER SEQUENCE holds it till it commits. */
+	if (!WaitForRelationLockMode(rels->token_seq, RowExclusiveLock, w) ||
+		!TokenPrepare(rels, w))
+		return 0;
+	if (OidIsValid(token_state_epoch) && !epoch_cache.found)
+	{
+		if (!TokenLockForLook(token_state_epoch, w))
+			return 0;
+		TokenLoadEpoch(token_state_epoch, &epoch_cache);
+		RelationLockGiveBackMode(token_state_epoch, AccessShareLock);
+	}
+	t = TokenNextval(rels->token_seq, w);
+	if (t == 0)
+		return 0;
 	seqrel = relation_open(rels->token_seq, AccessShareLock);
 
 	if (!OidIsValid(token_state_epoch))
 	{
 		floor = Max(TokenTimelineFloor(), last);
 		if (t <= floor)
-			t = TokenRaise10(rels, floor);
+			t = TokenRaise10(rels, floor, w);
 	}
 	else
 	{
 		TokenHistory cur;
 
-		if (!epoch_cache.found)
-			TokenLoadEpoch(token_state_epoch, &epoch_cache);
 		TokenCurrentHistory(seqrel, &cur);
 		if (!epoch_cache.found ||
 			!TokenHistoryEqual(&epoch_cache.history, &cur) ||
 			t <= epoch_cache.floor || t <= last)
-			t = TokenJump(rels, seqrel, last, NULL, &floor);
+			t = TokenJump(rels, seqrel, last, NULL, &floor, w);
+	}
+	if (t == 0)
+	{
+		relation_close(seqrel, AccessShareLock);
+		return 0;
 	}
 
 	TokenFlushSequence(seqrel);
@@ -833,14 +942,14 @@ dlock_rebase(PG_FUNCTION_ARGS)
 	PreventCommandIfReadOnly("dlock_rebase()");
 
 	rels = DlockGetRelations(fcinfo);
-	TokenPrepare(rels);
+	(void) TokenPrepare(rels, NULL);
 	if (!OidIsValid(token_state_epoch))
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 				 errmsg("extension \"dlock\" must be updated before tokens can be rebased"),
 				 errhint("Run ALTER EXTENSION dlock UPDATE.")));
 	seqrel = relation_open(rels->token_seq, AccessShareLock);
-	(void) TokenJump(rels, seqrel, at_least, "rebase", &floor);
+	(void) TokenJump(rels, seqrel, at_least, "rebase", &floor, NULL);
 	TokenFlushSequence(seqrel);
 	relation_close(seqrel, AccessShareLock);
 	ForceDurableCommit();

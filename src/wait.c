@@ -34,8 +34,10 @@
  * wait, as if the acquire waited for one lock.  The same bound applies to
  * every other wait of an acquire for another transaction: for a
  * transaction that deleted the lease row (WaitForXact), for the role's
- * quota lock, and for the lease table's lock (WaitForRelationLock); with
- * wait = 0 each is only tried, never waited for.
+ * quota lock, and for the locks on dlock's relations: the lease table, its
+ * indexes (a REINDEX holds them), the counter and the epoch table
+ * (WaitForRelationLockMode, WaitForIndexLocks); with wait = 0 each is only
+ * tried, never waited for.
  *
  * A waiter whose client has gone takes no lease: it asks the kernel about
  * its client's connection after every sleep and lock-manager wait and just
@@ -62,6 +64,7 @@
 #include "utils/guc.h"
 #include "utils/inval.h"
 #include "utils/memutils.h"
+#include "utils/relcache.h"
 #include "utils/resowner.h"
 #include "utils/wait_event.h"
 
@@ -351,21 +354,26 @@ WaitForXact(TransactionId xid, const DlockWait *w)
 }
 
 /*
- * Take AccessShareLock on a relation of dlock's (the lease table) for the
- * length of one look, waiting no longer than the deadline of w: false when
+ * Lock one of dlock's relations (the lease table, its indexes, the counter,
+ * the epoch table) in mode, held by the current (sub)transaction (see
+ * XactLockAcquire), waiting no longer than the deadline of w: false when
  * the deadline came first (with it past, when the lock is not free at
- * once).  Held, it lets the look's own opens of the table, in any mode,
- * pass a VACUUM FULL or ALTER that queued meanwhile (the lock manager
- * grants a request of a holder ahead of the waiters that wait for it).
+ * once).  With w NULL, as long as it takes.  Held, it lets the caller's own
+ * opens of the relation in the same or a weaker mode pass a VACUUM FULL,
+ * REINDEX or ALTER that queued meanwhile (the lock manager grants a request
+ * of a holder ahead of the waiters that wait for it).  A lock for one look
+ * is given back with RelationLockGiveBackMode; a lock for a write is kept
+ * until the transaction ends.
  */
 bool
-WaitForRelationLock(Oid relid, const DlockWait *w)
+WaitForRelationLockMode(Oid relid, LOCKMODE mode, const DlockWait *w)
 {
 	LOCKTAG		tag;
 
 	SET_LOCKTAG_RELATION(tag, MyDatabaseId, relid);
-	if (!NameLockTry(&tag, AccessShareLock) &&
-		!WaitForNameLock(&tag, AccessShareLock, w))
+	if (w == NULL)
+		NameLockWait(&tag, mode);
+	else if (!NameLockTry(&tag, mode) && !WaitForNameLock(&tag, mode, w))
 		return false;
 
 	/*
@@ -379,14 +387,58 @@ WaitForRelationLock(Oid relid, const DlockWait *w)
 	return true;
 }
 
-/* Give back one WaitForRelationLock. */
+/* Give back one WaitForRelationLockMode. */
 void
-RelationLockGiveBack(Oid relid)
+RelationLockGiveBackMode(Oid relid, LOCKMODE mode)
 {
 	LOCKTAG		tag;
 
 	SET_LOCKTAG_RELATION(tag, MyDatabaseId, relid);
-	NameLockGiveBack(&tag, AccessShareLock);
+	NameLockGiveBack(&tag, mode);
+}
+
+/*
+ * Take AccessShareLock on a relation of dlock's (the lease table) for the
+ * length of one look, waiting no longer than the deadline of w, as
+ * WaitForRelationLockMode.
+ */
+bool
+WaitForRelationLock(Oid relid, const DlockWait *w)
+{
+	return WaitForRelationLockMode(relid, AccessShareLock, w);
+}
+
+/* Give back one WaitForRelationLock. */
+void
+RelationLockGiveBack(Oid relid)
+{
+	RelationLockGiveBackMode(relid, AccessShareLock);
+}
+
+/*
+ * Before a write of rel (locked by the caller for it): take RowExclusiveLock
+ * on each of its indexes, which the executor's index maintenance opens, as
+ * WaitForRelationLockMode (bounded by w, kept until the transaction ends),
+ * so that a REINDEX holding one of them is waited for no longer than the
+ * deadline.  False when the deadline came first.
+ */
+bool
+WaitForIndexLocks(Relation rel, const DlockWait *w)
+{
+	List	   *indexes = RelationGetIndexList(rel);
+	ListCell   *lc;
+	bool		granted = true;
+
+	foreach(lc, indexes)
+	{
+		if (!WaitForRelationLockMode(lfirst_oid(lc), RowExclusiveLock, w))
+		{
+			granted = false;
+			break;
+		}
+	}
+	list_free(indexes);
+	return granted;
 }
 
 /*
