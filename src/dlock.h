@@ -211,6 +211,7 @@ typedef enum DlockEvent
 	DLOCK_EVENT_RELEASED		/* a true dlock_release */
 } DlockEvent;
 
+extern bool DlockEventsDeferStandbyWait(void);
 extern void DlockEventSend(text *name, DlockEvent event, int64 token,
 						   const char *owner);
 

@@ -21,6 +21,27 @@
  * go, so a commit that waits for it holds dlock's locks a little longer,
  * never forever.
  *
+ * Synchronous standbys.  PostgreSQL releases that lock only when the
+ * commit is over, after its wait for the synchronous standbys
+ * (RecordTransactionCommit calls SyncRepWaitForLSN before the locks are
+ * released, on 14 as on 18).  dlock makes the commit of every acquisition
+ * wait for them, whatever synchronous_commit the caller set (token.c,
+ * ForceDurableCommit); with events on, a synchronous standby that stopped
+ * answering would then make that one commit hold the lock, and every
+ * notifying commit of the cluster would wait behind it, also those of
+ * applications that chose synchronous_commit = local.  So when a
+ * transaction that queued an event commits, and only dlock (not the
+ * caller's own synchronous_commit) wants the standbys, the commit itself
+ * flushes locally only, and the wait for the standbys comes after the
+ * transaction's locks are released (a resource-release callback of the
+ * top-level commit, RESOURCE_RELEASE_AFTER_LOCKS): the call still returns
+ * only once the standbys have the commit, as it does with events off, but
+ * the lease and the event are visible to others from the local flush on,
+ * and nobody else's notification waits for the standbys.  A caller whose
+ * own synchronous_commit waits for the standbys (on, remote_write,
+ * remote_apply) holds the lock across that wait as any notifying commit
+ * does: PostgreSQL's behaviour, which dlock leaves alone.
+ *
  * The payload is one JSON object,
  *
  *	{"lock": name, "event": "acquired" | "taken_over" | "released",
@@ -42,11 +63,16 @@
  */
 #include "postgres.h"
 
+#include "access/xact.h"
+#include "access/xlog.h"
 #include "commands/async.h"
 #include "lib/stringinfo.h"
 #include "mb/pg_wchar.h"
+#include "replication/syncrep.h"
 #include "utils/builtins.h"
+#include "utils/guc.h"
 #include "utils/json.h"
+#include "utils/resowner.h"
 
 #include "compat.h"
 #include "dlock.h"
@@ -67,6 +93,90 @@
 
 StaticAssertDecl(DLOCK_EVENT_MAX_PAYLOAD < BLCKSZ - NAMEDATALEN - 128,
 				 "a dlock event payload could exceed NOTIFY's limit");
+
+/*
+ * Did this transaction queue an event?  It stays set when the
+ * subtransaction that queued it rolls back: such a commit then waits for
+ * the standbys after its locks are released all the same.
+ */
+static bool events_queued = false;
+
+/* Must this commit wait for the synchronous standbys once its locks are gone? */
+static bool standby_wait_after_locks = false;
+
+static bool events_callbacks_registered = false;
+
+/*
+ * The wait for the synchronous standbys that the commit left out
+ * (DlockEventsDeferStandbyWait), as synchronous_commit = on makes it, for
+ * the commit record this transaction has just flushed.  As in the commit
+ * itself, interrupts are held off: query cancel and termination end the
+ * wait with PostgreSQL's WARNING that the transaction committed locally
+ * but may not have been replicated.
+ */
+static void
+EventsWaitForStandbys(void)
+{
+	int			nestlevel;
+
+	if (XactLastCommitEnd == InvalidXLogRecPtr)
+		return;
+	nestlevel = NewGUCNestLevel();
+	(void) set_config_option("synchronous_commit", "on", PGC_USERSET,
+							 PGC_S_SESSION, GUC_ACTION_SAVE, true, 0, false);
+	SyncRepWaitForLSN(XactLastCommitEnd, true);
+	AtEOXact_GUC(true, nestlevel);
+}
+
+/* After the top-level commit released every lock: the deferred wait. */
+static void
+EventsResourceRelease(ResourceReleasePhase phase, bool isCommit,
+					  bool isTopLevel, void *arg)
+{
+	if (phase != RESOURCE_RELEASE_AFTER_LOCKS || !isTopLevel ||
+		!standby_wait_after_locks)
+		return;
+	standby_wait_after_locks = false;
+	if (isCommit)
+		EventsWaitForStandbys();
+}
+
+static void
+EventsXactCallback(XactEvent event, void *arg)
+{
+	switch (event)
+	{
+		case XACT_EVENT_COMMIT:
+		case XACT_EVENT_PARALLEL_COMMIT:
+			events_queued = false;
+			break;
+		case XACT_EVENT_ABORT:
+		case XACT_EVENT_PARALLEL_ABORT:
+		case XACT_EVENT_PREPARE:
+			events_queued = false;
+			standby_wait_after_locks = false;
+			break;
+		default:
+			break;
+	}
+}
+
+/*
+ * Called at pre-commit by a transaction whose commit dlock makes wait for
+ * the synchronous standbys (token.c) while the caller's synchronous_commit
+ * would not (off or local): if the transaction queued an event, the commit
+ * flushes locally only and the wait comes after its locks are released (see
+ * the top of this file); true then.  False: nothing queued, the commit
+ * waits for the standbys itself.
+ */
+bool
+DlockEventsDeferStandbyWait(void)
+{
+	if (!events_queued)
+		return false;
+	standby_wait_after_locks = true;
+	return true;
+}
 
 /* The event's name in the payload. */
 static const char *
@@ -139,4 +249,12 @@ DlockEventSend(text *name, DlockEvent event, int64 token, const char *owner)
 
 	Async_Notify(DLOCK_EVENT_CHANNEL, buf.data);
 	pfree(buf.data);
+
+	if (!events_callbacks_registered)
+	{
+		RegisterXactCallback(EventsXactCallback, NULL);
+		RegisterResourceReleaseCallback(EventsResourceRelease, NULL);
+		events_callbacks_registered = true;
+	}
+	events_queued = true;
 }

@@ -111,7 +111,10 @@
  * ---------------
  * ForceDurableCommit() makes the calling transaction's commit flushed
  * locally and, with synchronous standbys configured, wait for them, whatever
- * synchronous_commit the caller set; acquire and renew both call it.
+ * synchronous_commit the caller set; acquire and renew both call it.  A
+ * transaction that queued a lease event, whose caller's setting is off or
+ * local, waits for the standbys after its locks are released instead
+ * (events.c), so that NOTIFY's commit lock is not held across that wait.
  *
  * Copyright (c) 2026, the dlock developers
  *
@@ -225,9 +228,17 @@ TokenSyscacheCallback(Datum arg, int cacheid, uint32 hashvalue)
 static void
 TokenXactCallback(XactEvent event, void *arg)
 {
+	/*
+	 * A transaction that queued a lease event and whose caller wants no
+	 * standby waits for the standbys after its commit released its locks
+	 * instead, so that NOTIFY's commit lock is not held across that wait
+	 * (events.c).
+	 */
 	if (event == XACT_EVENT_PRE_COMMIT && commit_durable &&
 		synchronous_commit < SYNCHRONOUS_COMMIT_REMOTE_FLUSH &&
-		SyncRepStandbyNames != NULL && SyncRepStandbyNames[0] != '\0')
+		SyncRepStandbyNames != NULL && SyncRepStandbyNames[0] != '\0' &&
+		!(synchronous_commit <= SYNCHRONOUS_COMMIT_LOCAL_FLUSH &&
+		  DlockEventsDeferStandbyWait()))
 		(void) set_config_option("synchronous_commit", "on",
 								 PGC_USERSET, PGC_S_SESSION,
 								 GUC_ACTION_LOCAL, true, 0, false);
