@@ -45,8 +45,45 @@ func TestMain(m *testing.M) {
 			"DLOCK_TEST_DB (a scratch database with dlock installed)")
 		os.Exit(2)
 	}
+	if name := os.Getenv("DLOCK_TEST_LEADER_CHILD"); name != "" {
+		leaderChild(name)
+		os.Exit(0)
+	}
 	os.Exit(m.Run())
 }
+
+// leaderChild is a replica of TestC10's stopped-process case, in a process
+// of its own (the test binary run again): it runs RunLeader and prints
+// "elected TOKEN" and "deposed TOKEN" lines until its stdin is closed.
+func leaderChild(name string) {
+	db, err := sql.Open("postgres", dsn(srv.db, ""))
+	if err != nil {
+		panic(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	go func() {
+		io.Copy(io.Discard, os.Stdin)
+		cancel()
+	}()
+	var mu sync.Mutex
+	say := func(what string, token int64) {
+		mu.Lock()
+		fmt.Printf("%s %d\n", what, token)
+		mu.Unlock()
+	}
+	_ = dlock.RunLeader(ctx, db, dlock.LeaderConfig{
+		Name: name, Owner: "child", TTL: leaderTTL, RetryPeriod: 200 * time.Millisecond,
+		Callbacks: dlock.LeaderCallbacks{
+			OnStartedLeading: func(ctx context.Context, term *dlock.Lease) {
+				say("elected", term.Token())
+				<-ctx.Done()
+			},
+			OnStoppedLeading: func(term *dlock.Lease) { say("deposed", term.Token()) },
+		},
+	})
+}
+
+const leaderTTL = 1500 * time.Millisecond
 
 // dsn is a connection string for the server, or for a proxy at addr.
 func dsn(db, addr string) string {
@@ -324,5 +361,3 @@ func indexNUL(b []byte) int {
 	}
 	return len(b)
 }
-
-var _ = io.EOF

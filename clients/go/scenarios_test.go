@@ -6,13 +6,17 @@ package dlock_test
 // Timings are generous: they say "within the bound", never "how fast".
 
 import (
+	"bufio"
 	"context"
 	"database/sql"
 	"errors"
 	"fmt"
+	"os"
+	"os/exec"
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -405,7 +409,7 @@ func TestC08Concurrency(t *testing.T) {
 func TestC10LeaderElection(t *testing.T) {
 	eachDriver(t, func(t *testing.T, driver string) {
 		p, name := newProxy(t, ""), lockName(t)
-		ttl := 1500 * time.Millisecond
+		ttl := leaderTTL
 		type event struct {
 			who, what string
 			term      *dlock.Lease
@@ -495,4 +499,96 @@ func TestC12NotInstalled(t *testing.T) {
 			t.Fatalf("acquire without dlock: %v", err)
 		}
 	})
+}
+
+// TestC10LeaderElectionStoppedProcess: the leader is a process of its own,
+// stopped (SIGSTOP) past its term: another replica is elected, and the
+// stopped one, once continued, reports at once that it was deposed, and
+// does not come back while the new leader holds.
+func TestC10LeaderElectionStoppedProcess(t *testing.T) {
+	name := lockName(t)
+	child := exec.Command(os.Args[0], "-test.run=^$")
+	child.Env = append(os.Environ(), "DLOCK_TEST_LEADER_CHILD="+name)
+	stdin, _ := child.StdinPipe()
+	stdout, _ := child.StdoutPipe()
+	child.Stderr = os.Stderr
+	if err := child.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		child.Process.Signal(syscall.SIGCONT)
+		stdin.Close()
+		child.Process.Kill()
+		child.Wait()
+	})
+	lines := make(chan string, 16)
+	go func() {
+		sc := bufio.NewScanner(stdout)
+		for sc.Scan() {
+			lines <- sc.Text()
+		}
+		close(lines)
+	}()
+	line := func(limit time.Duration) (string, int64) {
+		select {
+		case l, ok := <-lines:
+			if !ok {
+				t.Fatal("the child exited")
+			}
+			var what string
+			var token int64
+			fmt.Sscanf(l, "%s %d", &what, &token)
+			return what, token
+		case <-time.After(limit):
+			return "", 0
+		}
+	}
+	what, first := line(30 * time.Second)
+	if what != "elected" {
+		t.Fatalf("the child: %q, want elected", what)
+	}
+	elected := make(chan *dlock.Lease, 4)
+	c, stop := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		done <- dlock.RunLeader(c, open(t, "postgres", srv.db, ""), dlock.LeaderConfig{
+			Name: name, Owner: "parent", TTL: leaderTTL, RetryPeriod: 200 * time.Millisecond,
+			Callbacks: dlock.LeaderCallbacks{OnStartedLeading: func(ctx context.Context, term *dlock.Lease) {
+				elected <- term
+				<-ctx.Done()
+			}},
+		})
+	}()
+	select {
+	case <-elected:
+		t.Fatal("two leaders at once")
+	case <-time.After(2 * leaderTTL):
+	}
+	child.Process.Signal(syscall.SIGSTOP)
+	var term *dlock.Lease
+	select {
+	case term = <-elected:
+	case <-time.After(30 * time.Second):
+		t.Fatal("nobody replaced the stopped leader")
+	}
+	if term.Token() <= first {
+		t.Fatal("the new leader's token is not newer")
+	}
+	child.Process.Signal(syscall.SIGCONT)
+	continued := time.Now()
+	if what, token := line(10 * time.Second); what != "deposed" || token != first {
+		t.Fatalf("the continued child: %q %d, want deposed %d", what, token, first)
+	}
+	if d := time.Since(continued); d > 2*time.Second {
+		t.Fatalf("the continued child reported its loss %v after it ran again", d)
+	}
+	if what, _ := line(2 * time.Second); what != "" {
+		t.Fatalf("the old leader came back (%q) while the new one holds", what)
+	}
+	stop()
+	<-done
+	// The new leader stepped down: the child is elected again, newer still.
+	if what, token := line(30 * time.Second); what != "elected" || token <= term.Token() {
+		t.Fatalf("the child: %q %d after the new leader stepped down", what, token)
+	}
 }
