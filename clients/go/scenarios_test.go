@@ -54,6 +54,41 @@ func TestC01AcquireAndBusy(t *testing.T) {
 			t.Fatalf("token %d after %d", l2.Token(), l.Token())
 		}
 	})
+	eachDriverAs(t, "names", func(t *testing.T, driver string) {
+		// Names are user data: every one is sent as a literal that means
+		// itself, also with standard_conforming_strings off.
+		a := admin(t)
+		for _, sc := range []string{"on", "off"} {
+			db, err := sql.Open(driver, dsn(srv.db, "")+" standard_conforming_strings="+sc)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer db.Close()
+			for _, n := range []string{`it's`, `a\'; SELECT 1; --`, `E'\x41'`, "$$ $q$ \n \u00e9 \U0001f512",
+				strings.Repeat("n", 255)} {
+				l, err := dlock.Acquire(ctx(t), db, n, 30*time.Second, dlock.WithOwner(`o'\`))
+				if sc == "off" && driver == "pgx" {
+					// pgx refuses the simple protocol then: an error, never
+					// a literal read another way.
+					if err == nil || !strings.Contains(err.Error(), "standard_conforming_strings") {
+						t.Fatalf("pgx with standard_conforming_strings off: %v", err)
+					}
+					continue
+				}
+				if err != nil {
+					t.Fatalf("%s: acquire %q: %v", sc, n, err)
+				}
+				var owner string
+				if err := a.QueryRow("SELECT owner FROM dlock_leases WHERE name = $1 AND held AND token = $2",
+					n, l.Token()).Scan(&owner); err != nil || owner != l.OwnerID() {
+					t.Fatalf("%s: lease %q (owner %q) not found as sent: %v", sc, n, owner, err)
+				}
+				if err := l.Release(ctx(t)); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+	})
 	t.Run("pgxpool", func(t *testing.T) {
 		p, name := openPool(t, srv.db, ""), lockName(t)
 		l, err := dlockpgx.Acquire(ctx(t), p, name, 30*time.Second)
