@@ -58,7 +58,11 @@ func RunLeaderFrom(ctx context.Context, p Pool, cfg LeaderConfig) error {
 	if cfg.Owner == "" {
 		return errors.New("dlock: a leader needs an owner label of its own (e.g. the host name)")
 	}
-	if cfg.RetryPeriod <= 0 {
+	if cfg.TTL <= 0 || cfg.RetryPeriod < 0 {
+		return fmt.Errorf("dlock: a leader's TTL must be above zero and RetryPeriod zero or more (TTL %v, RetryPeriod %v)",
+			cfg.TTL, cfg.RetryPeriod)
+	}
+	if cfg.RetryPeriod == 0 {
 		cfg.RetryPeriod = cfg.TTL / 3
 	}
 	id, err := MakeOwnerID(cfg.Owner)

@@ -51,8 +51,9 @@ func WithWait(d time.Duration) Option { return func(o *options) { o.wait = d } }
 // every lease, so two leases with one label never share a token.
 func WithOwner(label string) Option { return func(o *options) { o.owner = label } }
 
-// WithOnLost calls f once, from the renewer's goroutine, when the lease is
-// lost. Keep it short; Lease.Context() is cancelled at the same moment.
+// WithOnLost calls f once when the lease is lost, from the goroutine that
+// finds out (the renewer's, or one calling Err, Context or Fence after the
+// deadline). Keep it short; Lease.Context() is cancelled just before.
 func WithOnLost(f func(*Lease)) Option { return func(o *options) { o.onLost = f } }
 
 // WithoutRenewal holds the lease for its ttl only: nothing renews it.
@@ -111,9 +112,10 @@ type Lease struct {
 // else still holds it after the wait (WithWait), and waits at most the
 // wait plus 5 s for the server's answer (then ErrNoAnswer: if the acquire
 // committed meanwhile, that lease is nobody's and expires by itself at its
-// ttl). The lease's statements run on a connection taken from db's pool
-// for the lease's lifetime; a goroutine renews the lease on it at a third
-// of its ttl until Release, or until the lease is lost (see Context).
+// ttl; the same when ctx ends first). The lease's statements run on a
+// connection taken from db's pool for the lease's lifetime; a goroutine
+// renews the lease on it at a third of its ttl until Release, or until the
+// lease is lost (see Context).
 func Acquire(ctx context.Context, db *sql.DB, name string, ttl time.Duration, opts ...Option) (*Lease, error) {
 	p, err := FromDB(db)
 	if err != nil {
