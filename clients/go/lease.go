@@ -6,9 +6,12 @@ import (
 	"context"
 	"crypto/rand"
 	"database/sql"
+	"database/sql/driver"
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
+	"net"
 	"os"
 	"sync"
 	"time"
@@ -155,15 +158,28 @@ func acquire(ctx context.Context, p Pool, name string, ttl time.Duration, o opti
 	}
 	budget := o.wait + acquireMargin
 	end := now() + budget
-	s, err := session(ctx, p, budget)
-	if err != nil {
-		return nil, err
-	}
+	var s Session
 	var token sql.NullInt64
-	sent := now()
-	err, ok := bounded(ctx, end-now(), s, func(ctx context.Context) error {
-		return s.QueryRow(ctx, q, &token)
-	})
+	var sent time.Duration
+	var ok bool
+	// A connection the pool kept after the server closed it (a restart, a
+	// failover) fails without an answer: the acquire is tried again on
+	// another (the pool's other idle ones may be stale too: up to ten
+	// times), within the budget. Had the first attempt
+	// committed after all, the second finds the lease busy (or, with an
+	// owner, renews it and gets the same token): never two holders.
+	for attempt := 0; ; attempt++ {
+		if s, err = session(ctx, p, end-now()); err != nil {
+			return nil, err
+		}
+		sent = now()
+		err, ok = bounded(ctx, end-now(), s, func(ctx context.Context) error {
+			return s.QueryRow(ctx, q, &token)
+		})
+		if !brokenConn(ctx, err) || attempt == 9 || end-now() <= 0 {
+			break
+		}
+	}
 	if err != nil {
 		if notInstalled(err) {
 			return nil, &notInstalledError{err}
@@ -193,6 +209,14 @@ func acquire(ctx context.Context, p Pool, name string, ttl time.Duration, o opti
 		go l.expireLoop()
 	}
 	return l, nil
+}
+
+// brokenConn says whether err is a broken connection: an error of the
+// connection itself, with no SQLSTATE, that was neither a timeout nor ctx.
+func brokenConn(ctx context.Context, err error) bool {
+	return err != nil && ctx.Err() == nil && SQLState(err) == "" && !errors.Is(err, ErrNoAnswer) &&
+		(errors.Is(err, driver.ErrBadConn) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) ||
+			errors.As(err, new(net.Error)))
 }
 
 // session takes a session from p, giving up after timeout (a connect that

@@ -104,6 +104,36 @@ func TestC01AcquireAndBusy(t *testing.T) {
 	})
 }
 
+// The pool's idle connections broken meanwhile (a server restart): the
+// acquire is tried on another connection, not refused.
+func TestC01AcquireOnStalePooledConnections(t *testing.T) {
+	eachDriver(t, func(t *testing.T, driver string) {
+		p, name := newProxy(t, ""), lockName(t)
+		db := open(t, driver, srv.db, p.addr())
+		db.SetMaxIdleConns(4)
+		conns := make([]*sql.Conn, 3)
+		for i := range conns {
+			c, err := db.Conn(ctx(t))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := c.PingContext(ctx(t)); err != nil {
+				t.Fatal(err)
+			}
+			conns[i] = c
+		}
+		for _, c := range conns {
+			c.Close() // idle in the pool
+		}
+		p.cut()
+		time.Sleep(100 * time.Millisecond)
+		l := acquire(t, db, name, 30*time.Second)
+		if err := l.Release(ctx(t)); err != nil {
+			t.Fatal(err)
+		}
+	})
+}
+
 func TestC02Wait(t *testing.T) {
 	eachDriver(t, func(t *testing.T, driver string) {
 		db, name := open(t, driver, srv.db, ""), lockName(t)
