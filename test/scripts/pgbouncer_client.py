@@ -35,7 +35,7 @@ no session-level advisory lock was ever seen; no dlock advisory lock is left
 in pg_locks afterwards (direct connection), nor any other advisory lock; the
 run did enough work to mean something; and the dlock Python client
 (clients/python) holds leases through the pooler, renewed past psycopg's
-prepare_threshold, without a failed renewal (see dlock_client).  The ledger
+prepare_threshold, without a failed renewal (see c09_dlock_client).  The ledger
 rules are shared with
 fence_stress and the HA harness: test/lib/ledger.py.
 
@@ -523,7 +523,7 @@ def pgbouncer_stats():
     return None
 
 
-def dlock_client(tap):
+def c09_dlock_client(tap):
     """Issue 25 item 9: the Python client (clients/python) through the pooler.
 
     Leases with a ttl of 0.6 s held for 3 s each (about 15 renewals, past
@@ -567,7 +567,7 @@ def dlock_client(tap):
     for t in threads:
         t.join(30)
     failures += [m for m in records if "failed" in m or "lost" in m]
-    tap.check("the dlock Python client renews and releases through PgBouncer in transaction "
+    tap.check("C09: the dlock Python client renews and releases through PgBouncer in transaction "
               "mode (its connections never prepare statements)", failures)
 
 
@@ -655,7 +655,7 @@ def main():
         mon.conn.close()
 
         verify(tap, events, rows, mon, selftest, leftover, leftover_all, stats, elapsed)
-        dlock_client(tap)
+        c09_dlock_client(tap)
         print(f"# {time.monotonic() - t0:.1f} s in all; "
               f"{'all passed' if not tap.failed else f'{tap.failed} failed'}")
         return 1 if tap.failed else 0

@@ -19,7 +19,7 @@ from conftest import grab, is_held, lease_row
 Conn = "psycopg.Connection[Any]"
 
 
-def test_busy_and_renewal_across_several_ttls(dsn: str, admin: Conn, name: str) -> None:
+def test_c01_c03_busy_and_renewal_across_several_ttls(dsn: str, admin: Conn, name: str) -> None:
     ttl = 2.0
 
     async def main() -> None:
@@ -56,7 +56,7 @@ def test_a_connection_passed_in_must_be_idle(dsn: str, admin: Conn, name: str) -
     asyncio.run(main())
 
 
-def test_overrun_raises_lease_lost(dsn: str, admin: Conn, name: str) -> None:
+def test_c04_overrun_raises_lease_lost(dsn: str, admin: Conn, name: str) -> None:
     lost: List[dlock.aio.AsyncLease] = []
 
     async def main() -> None:
@@ -75,7 +75,7 @@ def test_overrun_raises_lease_lost(dsn: str, admin: Conn, name: str) -> None:
     asyncio.run(main())
 
 
-def test_killed_renewal_connection_marks_the_lease_lost(proxy: Proxy, name: str) -> None:
+def test_c05_killed_renewal_connection_marks_the_lease_lost(proxy: Proxy, name: str) -> None:
     ttl = 1.5
     lost: List[dlock.aio.AsyncLease] = []
 
@@ -96,7 +96,7 @@ def test_killed_renewal_connection_marks_the_lease_lost(proxy: Proxy, name: str)
     asyncio.run(asyncio.wait_for(main(), 120))
 
 
-def test_broken_renewal_connection_is_reopened(proxy: Proxy, admin: Conn, name: str) -> None:
+def test_c05_broken_renewal_connection_is_reopened(proxy: Proxy, admin: Conn, name: str) -> None:
     ttl = 3.0
 
     async def main() -> None:
@@ -114,7 +114,7 @@ def test_broken_renewal_connection_is_reopened(proxy: Proxy, admin: Conn, name: 
     asyncio.run(asyncio.wait_for(main(), 120))
 
 
-def test_a_stalled_network_marks_the_lease_lost_at_its_deadline(proxy: Proxy, name: str) -> None:
+def test_c05_a_stalled_network_marks_the_lease_lost_at_its_deadline(proxy: Proxy, name: str) -> None:
     ttl = 1.5
     lost: List[float] = []
 
@@ -134,7 +134,7 @@ def test_a_stalled_network_marks_the_lease_lost_at_its_deadline(proxy: Proxy, na
     asyncio.run(asyncio.wait_for(main(), 120))
 
 
-def test_a_stale_fence_raises_stale_token(dsn: str, admin: Conn, name: str) -> None:
+def test_c06_a_stale_fence_raises_stale_token(dsn: str, admin: Conn, name: str) -> None:
     async def main() -> None:
         async with await psycopg.AsyncConnection.connect(dsn) as conn:
             with pytest.raises(dlock.LeaseLost):

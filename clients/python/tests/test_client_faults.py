@@ -75,7 +75,7 @@ def _leave_black_holed(proxy: Proxy, sync: bool, caplog: pytest.LogCaptureFixtur
 
 
 @pytest.mark.parametrize("sync", [True, False])
-def test_leaving_the_block_while_black_holed_is_bounded(proxy: Proxy, sync: bool,
+def test_c07_leaving_the_block_while_black_holed_is_bounded(proxy: Proxy, sync: bool,
                                                        caplog: pytest.LogCaptureFixture) -> None:
     took: List[float] = []
     t = threading.Thread(target=lambda: took.append(_leave_black_holed(proxy, sync, caplog)),
@@ -106,7 +106,7 @@ def test_a_connection_passed_in_that_prepares_is_warned_about_once(
     assert not caplog.records
 
 
-def test_two_threads_releasing_at_once(dsn: str, admin: Conn, name: str) -> None:
+def test_c08_two_threads_releasing_at_once(dsn: str, admin: Conn, name: str) -> None:
     for round_ in range(10):
         with psycopg.connect(dsn, autocommit=True) as conn:
             lease = dlock.lease(conn, name, ttl=30).__enter__()
@@ -185,7 +185,7 @@ def test_two_leaders_with_one_owner_label_are_not_both_elected(dsn: str, admin: 
         assert term.owner_id is not None and term.owner_id.startswith("host-a:")
 
 
-def test_two_tasks_releasing_at_once(dsn: str, admin: Conn, name: str) -> None:
+def test_c08_two_tasks_releasing_at_once(dsn: str, admin: Conn, name: str) -> None:
     async def main() -> None:
         for _ in range(5):
             async with await psycopg.AsyncConnection.connect(dsn, autocommit=True) as conn:
@@ -199,7 +199,7 @@ def test_two_tasks_releasing_at_once(dsn: str, admin: Conn, name: str) -> None:
     asyncio.run(main())
 
 
-def test_a_black_holed_release_on_a_connection_passed_in_discards_it(
+def test_c07_a_black_holed_release_on_a_connection_passed_in_discards_it(
         proxy: Proxy, caplog: pytest.LogCaptureFixture) -> None:
     conn = psycopg.connect(proxy.conninfo, autocommit=True, prepare_threshold=None)
     done: List[float] = []

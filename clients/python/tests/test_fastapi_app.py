@@ -90,7 +90,7 @@ def post_in_thread(client: TestClient, out: Dict[str, Response]) -> threading.Th
     return t
 
 
-def test_two_concurrent_requests_give_one_200_and_one_409(dsn: str, admin: Conn) -> None:
+def test_c13_two_concurrent_requests_give_one_200_and_one_409(dsn: str, admin: Conn) -> None:
     gate = threading.Event()
     ran: List[int] = []
 

@@ -37,7 +37,7 @@ def test_leader_iterator_steps_down_and_closes(dsn: str, admin: Conn, name: str)
         dlock.leader(dsn, name, "", ttl=1)
 
 
-def test_leader_loses_a_term_taken_over(dsn: str, admin: Conn, name: str) -> None:
+def test_c10_leader_loses_a_term_taken_over(dsn: str, admin: Conn, name: str) -> None:
     lost: List[dlock.Lease] = []
     with dlock.leader(dsn, name, "me", ttl=1.5, on_lost=lost.append) as election:
         term = next(election)
@@ -80,7 +80,7 @@ class Replica:
         self.proc.wait()
 
 
-def test_two_competing_processes(dsn: str, admin: Conn, name: str) -> None:
+def test_c10_two_competing_processes(dsn: str, admin: Conn, name: str) -> None:
     a, b = Replica(dsn, name, "a"), Replica(dsn, name, "b")
     try:
         # One of them is elected; the other stays out while it holds.

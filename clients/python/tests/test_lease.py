@@ -34,7 +34,7 @@ def test_acquire_is_committed_before_the_block(dsn: str, admin: Conn, name: str)
     assert lease.remaining() == 0.0 and not lease.lost
 
 
-def test_busy(dsn: str, admin: Conn, name: str) -> None:
+def test_c01_busy(dsn: str, admin: Conn, name: str) -> None:
     with dlock.lease(dsn, name, ttl=30) as first:
         with pytest.raises(dlock.Busy) as info:
             with dlock.lease(dsn, name, ttl=30):
@@ -50,7 +50,7 @@ def test_busy(dsn: str, admin: Conn, name: str) -> None:
         assert second.token > first.token
 
 
-def test_wait_gets_the_lease_when_it_is_released(dsn: str, name: str) -> None:
+def test_c02_wait_gets_the_lease_when_it_is_released(dsn: str, name: str) -> None:
     held = threading.Event()
     tokens: List[int] = []
 
@@ -105,7 +105,7 @@ def test_a_connection_inside_a_transaction_is_refused(dsn: str, admin: Conn, nam
     assert lease_row(admin, name) is None
 
 
-def test_renewal_across_several_ttls(dsn: str, admin: Conn, name: str) -> None:
+def test_c03_renewal_across_several_ttls(dsn: str, admin: Conn, name: str) -> None:
     ttl = 2.0
     lost: List[dlock.Lease] = []
     with dlock.lease(dsn, name, ttl=ttl, on_lost=lost.append) as lease:
@@ -124,7 +124,7 @@ def test_renewal_across_several_ttls(dsn: str, admin: Conn, name: str) -> None:
     assert lease_row(admin, name)[0] is False  # type: ignore[index]
 
 
-def test_overrun_raises_lease_lost(dsn: str, admin: Conn, name: str) -> None:
+def test_c04_overrun_raises_lease_lost(dsn: str, admin: Conn, name: str) -> None:
     lost: List[dlock.Lease] = []
     with pytest.raises(dlock.LeaseLost) as info:
         with dlock.lease(dsn, name, ttl=0.5, renew=False, on_lost=lost.append) as lease:
@@ -160,7 +160,7 @@ def test_explicit_release(dsn: str, admin: Conn, name: str) -> None:
     assert not lease.lost
 
 
-def test_killed_renewal_connection_marks_the_lease_lost(proxy: Proxy, admin: Conn,
+def test_c05_killed_renewal_connection_marks_the_lease_lost(proxy: Proxy, admin: Conn,
                                                          name: str) -> None:
     ttl = 1.5
     lost: List[dlock.Lease] = []
@@ -183,7 +183,7 @@ def test_killed_renewal_connection_marks_the_lease_lost(proxy: Proxy, admin: Con
     assert taker is not None and taker > lease.token
 
 
-def test_broken_renewal_connection_is_reopened(proxy: Proxy, admin: Conn, name: str) -> None:
+def test_c05_broken_renewal_connection_is_reopened(proxy: Proxy, admin: Conn, name: str) -> None:
     ttl = 3.0
     lost: List[dlock.Lease] = []
     with dlock.lease(proxy.conninfo, name, ttl=ttl, on_lost=lost.append) as lease:
@@ -219,7 +219,7 @@ def test_multi_host_connection_string_fails_over(proxy: Proxy, admin: Conn, name
         second.close()
 
 
-def test_a_stalled_network_marks_the_lease_lost_at_its_deadline(proxy: Proxy, admin: Conn,
+def test_c05_a_stalled_network_marks_the_lease_lost_at_its_deadline(proxy: Proxy, admin: Conn,
                                                                  name: str) -> None:
     ttl = 1.5
     lost: List[float] = []
@@ -236,7 +236,7 @@ def test_a_stalled_network_marks_the_lease_lost_at_its_deadline(proxy: Proxy, ad
         # Leaving the block raises LeaseLost without waiting on the network.
 
 
-def test_fence_declares_the_token(dsn: str, admin: Conn, name: str) -> None:
+def test_c06_fence_declares_the_token(dsn: str, admin: Conn, name: str) -> None:
     admin.execute("DROP TABLE IF EXISTS fenced_py")
     admin.execute("CREATE TABLE fenced_py (k text PRIMARY KEY, v text, token bigint)")
     admin.execute(f"CREATE TRIGGER fence BEFORE INSERT OR UPDATE ON fenced_py FOR EACH ROW "
@@ -277,7 +277,7 @@ def test_fence_declares_the_token(dsn: str, admin: Conn, name: str) -> None:
     assert admin.execute("SELECT k, v FROM fenced_py ORDER BY k").fetchall() == [("a", "first")]
 
 
-def test_a_missing_extension_says_what_to_do(dsn: str, name: str) -> None:
+def test_c12_a_missing_extension_says_what_to_do(dsn: str, name: str) -> None:
     # dlock's schema off the search_path looks, from here, exactly like a
     # database without dlock: "function dlock_acquire(...) does not exist".
     with psycopg.connect(dsn, autocommit=True, options="-c search_path=pg_catalog") as conn:
