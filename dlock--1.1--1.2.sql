@@ -666,7 +666,8 @@ BEGIN
 			UNION ALL
 			SELECT pg_catalog.format('a dlock is installed in schema "%s" (function %I.dlock_edition()%s)',
 									 n.nspname, n.nspname,
-									 coalesce(pg_catalog.format(', of extension "%s"', e.extname), ''))
+									 CASE WHEN e.extname IS NOT NULL
+										  THEN pg_catalog.format(', of extension "%s"', e.extname) ELSE '' END)
 			  FROM pg_catalog.pg_proc p
 			  JOIN pg_catalog.pg_namespace n ON n.oid OPERATOR(pg_catalog.=) p.pronamespace
 			  LEFT JOIN pg_catalog.pg_depend d

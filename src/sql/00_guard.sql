@@ -35,7 +35,8 @@ BEGIN
 			UNION ALL
 			SELECT pg_catalog.format('a dlock is installed in schema "%s" (function %I.dlock_edition()%s)',
 									 n.nspname, n.nspname,
-									 coalesce(pg_catalog.format(', of extension "%s"', e.extname), ''))
+									 CASE WHEN e.extname IS NOT NULL
+										  THEN pg_catalog.format(', of extension "%s"', e.extname) ELSE '' END)
 			  FROM pg_catalog.pg_proc p
 			  JOIN pg_catalog.pg_namespace n ON n.oid OPERATOR(pg_catalog.=) p.pronamespace
 			  LEFT JOIN pg_catalog.pg_depend d
@@ -80,3 +81,12 @@ $dlock$;
 REVOKE ALL ON FUNCTION @extschema@.dlock_sql_config_dump(pg_catalog.regclass, pg_catalog.text) FROM PUBLIC;
 COMMENT ON FUNCTION @extschema@.dlock_sql_config_dump(pg_catalog.regclass, pg_catalog.text) IS
 	'dlock internal: pg_extension_config_dump() when the SQL edition is an extension (trusted or pg_tle), nothing when the psql script installed it';
+
+-- What the guards above (and the C edition's) look for, and what clients
+-- find dlock by.  The C edition's returns 'c' (dlock--1.1--1.2.sql).
+CREATE FUNCTION @extschema@.dlock_edition()
+RETURNS pg_catalog.text
+LANGUAGE sql IMMUTABLE PARALLEL SAFE
+AS $dlock$SELECT 'sql'::pg_catalog.text$dlock$;
+COMMENT ON FUNCTION @extschema@.dlock_edition() IS
+	'the edition of dlock installed in this database: c (the C extension) or sql (the SQL edition); clients find dlock through it';

@@ -81,8 +81,13 @@ cp "$script" "$tmp/dlock_sql--$version.sql"
 		\\set SHOW_CONTEXT never
 		\\if :{?schema}
 		\\else
-		\\echo 'usage: psql -v schema=NAME -f dlock_sql--$version.psql'
-		\\quit
+		DO \$_dlock_install_\$
+		BEGIN
+		    RAISE EXCEPTION 'no schema given for the SQL edition of dlock'
+		        USING ERRCODE = '22023',
+		              HINT = 'Run psql -v schema=NAME -f dlock_sql--$version.psql.';
+		END
+		\$_dlock_install_\$;
 		\\endif
 		BEGIN;
 		SELECT pg_catalog.set_config('dlock_sql.install_schema', :'schema', true) IS NOT NULL AS schema_set \\gset
@@ -94,6 +99,13 @@ cp "$script" "$tmp/dlock_sql--$version.sql"
 		        RAISE EXCEPTION 'no schema given for the SQL edition of dlock'
 		            USING ERRCODE = '22023',
 		                  HINT = 'Run psql -v schema=NAME -f dlock_sql--$version.psql.';
+		    END IF;
+		    -- as CREATE EXTENSION does (CVE-2023-39417): @extschema@ is replaced
+		    -- inside quoted text too, so a quote in the name could end one
+		    IF target OPERATOR(pg_catalog.~) '["\$''\\\\]' THEN
+		        RAISE EXCEPTION 'invalid character in schema name "%" for the SQL edition of dlock', target
+		            USING ERRCODE = '22023',
+		                  DETAIL = 'The name must not contain a double quote, a dollar sign, a single quote or a backslash.';
 		    END IF;
 		    EXECUTE pg_catalog.format('CREATE SCHEMA IF NOT EXISTS %I', target);
 		    PERFORM pg_catalog.set_config('search_path', pg_catalog.quote_ident(target) OPERATOR(pg_catalog.||) ', pg_temp', true);
