@@ -3,7 +3,7 @@
 -- 40_wait.sql: dlock_acquire and its waiting, in the SQL edition.
 --
 -- At most one poller per name.  An acquire that must wait locks the name's
--- queue row FOR UPDATE (dlock_sql_queue, created at the name's first wait):
+-- queue row FOR UPDATE (dlock_sql_queue, created with the lease row):
 -- the lock manager queues the others behind it, first come, first served,
 -- asleep.  The holder of that lock, the head, looks at the lease every
 -- poll_interval (dlock_sql_settings; nothing in SQL can wake a sleeping
