@@ -4,9 +4,12 @@
 # test/sql_edition/run.sh: the SQL edition's own regress and isolation tests
 # (issue 26), against a scratch cluster or a running server.
 #
-#   PG_CONFIG=/path/to/pg_config test/sql_edition/run.sh [regress] [isolation]
+#   PG_CONFIG=/path/to/pg_config test/sql_edition/run.sh [regress] [isolation] [tokens]
 #
-# With no suite named, both run.  Environment:
+# With no suite named, regress and isolation run.  tokens is
+# token_unique.sh (a minute; the scratch cluster then runs under
+# libfaketime, Debian package faketime, so that it can step the server's
+# clock back).  Environment:
 #   PG_CONFIG     the PostgreSQL to test with (its bindir and pgxs are used)
 #   PGPORT        port of the scratch cluster, or of the running server
 #   DLOCK_SQL_EXISTING=1  use the server already running on PGPORT (PGHOST,
@@ -49,7 +52,16 @@ if [ -z "${DLOCK_SQL_EXISTING:-}" ]; then
 		autovacuum = off
 		max_prepared_transactions = 2
 	EOF
-	as_pg "$bindir/pg_ctl" -D "$out/data" -l "$out/server.log" -w start >/dev/null
+	preload=()
+	if [[ " ${suites[*]} " == *" tokens "* ]]; then
+		lib=$(ls /usr/lib/*/faketime/libfaketime.so.1 /usr/lib/faketime/libfaketime.so.1 2>/dev/null | head -1 || true)
+		[ -n "$lib" ] || { echo "run.sh: tokens needs libfaketime (Debian package faketime)" >&2; exit 2; }
+		echo '+0' >"$out/faketime.rc"
+		chmod 666 "$out/faketime.rc"
+		preload=(env LD_PRELOAD="$lib" FAKETIME_TIMESTAMP_FILE="$out/faketime.rc" FAKETIME_NO_CACHE=1)
+		export DLOCK_SQL_FAKETIME=$out/faketime.rc
+	fi
+	as_pg "${preload[@]}" "$bindir/pg_ctl" -D "$out/data" -l "$out/server.log" -w start >/dev/null
 	trap 'as_pg "$bindir/pg_ctl" -D "$out/data" -m immediate stop >/dev/null 2>&1 || true' EXIT
 fi
 
@@ -86,7 +98,9 @@ for suite in "${suites[@]}"; do
 		"$pgxs/src/test/isolation/pg_isolation_regress" --use-existing --dbname=dlock_sql_test \
 			--bindir="$bindir" --inputdir="$here" --outputdir="$out/isolation" \
 			$tests || status=1 ;;
-	*) echo "run.sh: unknown suite $suite (regress, isolation)" >&2; exit 2 ;;
+	tokens)
+		PATH=$bindir:$PATH bash "$here/token_unique.sh" || status=1 ;;
+	*) echo "run.sh: unknown suite $suite (regress, isolation, tokens)" >&2; exit 2 ;;
 	esac
 done
 if [ $status = 0 ]; then
