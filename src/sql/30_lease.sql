@@ -27,14 +27,23 @@
 -- session user), not current_user, which is the tables' owner in these
 -- SECURITY DEFINER functions (docs/editions.md).
 
--- The calling session's role.
+-- The calling session's role.  SET ROLE keeps the role's name: if that
+-- name no longer names a role (renamed since), refuse rather than guess.
 CREATE FUNCTION @extschema@.dlock_sql_caller()
 RETURNS pg_catalog.oid
-LANGUAGE sql STABLE PARALLEL SAFE
+LANGUAGE plpgsql STABLE PARALLEL SAFE
 AS $dlock$
-SELECT r.oid FROM pg_catalog.pg_roles AS r
- WHERE r.rolname = coalesce(NULLIF(pg_catalog.current_setting('role'), 'none'),
-												   SESSION_USER)::pg_catalog.name
+DECLARE
+	setname pg_catalog.text := coalesce(NULLIF(pg_catalog.current_setting('role'), 'none'), SESSION_USER);
+	caller pg_catalog.oid := (SELECT r.oid FROM pg_catalog.pg_roles AS r WHERE r.rolname = setname);
+BEGIN
+	IF caller IS NULL THEN
+		RAISE EXCEPTION 'role "%" of this session does not exist', setname
+			USING ERRCODE = '42501',
+				  HINT = 'The role was renamed or dropped after SET ROLE: run SET ROLE again.';
+	END IF;
+	RETURN caller;
+END
 $dlock$;
 COMMENT ON FUNCTION @extschema@.dlock_sql_caller() IS
 	'internal: the role dlock acts for: the session''s current role (SET ROLE, else the session user), also inside SECURITY DEFINER functions';
@@ -239,7 +248,7 @@ LANGUAGE sql STABLE PARALLEL SAFE
 AS $dlock$
 SELECT CASE WHEN holder IS NULL
 			THEN coalesce((SELECT r.rolsuper FROM pg_catalog.pg_roles AS r WHERE r.oid = role), false)
-			ELSE pg_catalog.pg_has_role(role, holder, 'USAGE') END
+			ELSE coalesce(pg_catalog.pg_has_role(role, holder, 'USAGE'), false) END
 $dlock$;
 COMMENT ON FUNCTION @extschema@.dlock_sql_acts_for(pg_catalog.oid, pg_catalog.oid) IS
 	'internal: may role act for the holder role (a member of it, or a superuser)';
