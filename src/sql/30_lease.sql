@@ -300,7 +300,9 @@ COMMENT ON FUNCTION @extschema@.dlock_sql_changed(pg_catalog.xid) IS
 -- The state of a lease as the statement's snapshot (READ COMMITTED: the
 -- latest committed) shows it.  Under REPEATABLE READ or SERIALIZABLE,
 -- a lease that changed since the transaction's snapshot raises 40001 when
--- strict (acquire), or sets changed (check).
+-- strict (acquire), or sets changed (check).  Every change (renewal,
+-- release, hand-over) updates the expiry row, so its xmax tells; the lease
+-- row's would not: a committed check leaves its xid there as a locker.
 CREATE FUNCTION @extschema@.dlock_sql_look(name pg_catalog.text, strict pg_catalog.bool,
 	OUT present pg_catalog.bool, OUT token pg_catalog.int8, OUT owner pg_catalog.text,
 	OUT holder pg_catalog.oid, OUT expires_at pg_catalog.timestamptz,
@@ -329,7 +331,7 @@ BEGIN
 	END IF;
 	changed := present
 		AND pg_catalog.current_setting('transaction_isolation') <> 'read committed'
-		AND (@extschema@.dlock_sql_changed(r.lx) OR @extschema@.dlock_sql_changed(r.ex));
+		AND @extschema@.dlock_sql_changed(r.ex);
 	IF changed AND strict THEN
 		RAISE EXCEPTION 'could not serialize access due to concurrent update of lease "%"', $1
 			USING ERRCODE = '40001',
