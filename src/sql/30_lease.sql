@@ -226,17 +226,23 @@ COMMENT ON FUNCTION @extschema@.dlock_sql_no_prepare() IS
 CREATE FUNCTION @extschema@.dlock_sql_holder(role pg_catalog.name, role_oid pg_catalog.oid,
 	role_system_identifier pg_catalog.int8, role_counter_relfilenode pg_catalog.oid)
 RETURNS pg_catalog.oid
-LANGUAGE sql STABLE PARALLEL SAFE SECURITY DEFINER
+LANGUAGE plpgsql STABLE PARALLEL SAFE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
 AS $dlock$
-SELECT CASE
-	WHEN role_counter_relfilenode =
-			 pg_catalog.pg_relation_filenode('@extschema@.dlock_token_seq'::pg_catalog.regclass)
-		 AND role_system_identifier IS NOT DISTINCT FROM
-			 (SELECT c.system_identifier FROM pg_catalog.pg_control_system() AS c
-			   WHERE pg_catalog.has_function_privilege('pg_catalog.pg_control_system()', 'EXECUTE'))
-	THEN (SELECT r.oid FROM pg_catalog.pg_roles AS r WHERE r.oid = role_oid)
-	ELSE (SELECT r.oid FROM pg_catalog.pg_roles AS r WHERE r.rolname = role) END
+DECLARE
+	sysid pg_catalog.int8;
+BEGIN
+	-- Its own statement: a plan that names pg_control_system() checks the
+	-- privilege when it starts, whether it calls it or not.
+	IF pg_catalog.has_function_privilege('pg_catalog.pg_control_system()', 'EXECUTE') THEN
+		SELECT c.system_identifier INTO sysid FROM pg_catalog.pg_control_system() AS c;
+	END IF;
+	IF role_counter_relfilenode = pg_catalog.pg_relation_filenode('@extschema@.dlock_token_seq'::pg_catalog.regclass)
+	   AND role_system_identifier IS NOT DISTINCT FROM sysid THEN
+		RETURN (SELECT r.oid FROM pg_catalog.pg_roles AS r WHERE r.oid = role_oid);
+	END IF;
+	RETURN (SELECT r.oid FROM pg_catalog.pg_roles AS r WHERE r.rolname = role);
+END
 $dlock$;
 COMMENT ON FUNCTION @extschema@.dlock_sql_holder(pg_catalog.name, pg_catalog.oid, pg_catalog.int8, pg_catalog.oid) IS
 	'internal: the holder role of a dlock_lease row (by OID in the history that recorded it, else by name), or NULL if it no longer exists';
