@@ -252,13 +252,37 @@ $dlock$;
 COMMENT ON FUNCTION @extschema@.dlock_sql_fence_declared(pg_catalog.text, pg_catalog.name, pg_catalog.text, pg_catalog.text) IS
 	'internal (dlock_fence): the token this transaction declared for lock, or SQLSTATE LK001 naming what the write lacks';
 
--- The writer's token must hold the lease (with the check protection) and,
--- against the row's old token of the same lock, must not be below it.
+-- The holder role of name's lease while token holds it, else NULL: for
+-- dlock_sql_fence_check, which vouches for a carried token as the current
+-- user too.  Only who presents the current token learns the holder role.
+CREATE FUNCTION @extschema@.dlock_sql_fence_holder(name pg_catalog.text, token pg_catalog.int8)
+RETURNS pg_catalog.oid
+LANGUAGE sql STABLE PARALLEL UNSAFE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $dlock$
+	SELECT l.role_oid FROM @extschema@.dlock_lease AS l
+	 WHERE l.name OPERATOR(pg_catalog.=) $1 AND l.token OPERATOR(pg_catalog.=) $2;
+$dlock$;
+COMMENT ON FUNCTION @extschema@.dlock_sql_fence_holder(pg_catalog.text, pg_catalog.int8) IS
+	'internal (dlock_fence): the holder role of the lease of name if token is its token, else NULL';
+REVOKE ALL ON FUNCTION @extschema@.dlock_sql_fence_holder(pg_catalog.text, pg_catalog.int8) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION @extschema@.dlock_sql_fence_holder(pg_catalog.text, pg_catalog.int8) TO PUBLIC;
+
+-- The writer's token must not be below row_token (the row's old token of
+-- the same lock) and must hold the lease, vouched for by the session's role
+-- (dlock_sql_protect, which takes the check protection).  A token the row
+-- carries (carried) is vouched for by the current user as well, as in the
+-- C edition: a SECURITY DEFINER function owned by another role, or a
+-- referential action (run as the referencing table's owner), cannot write
+-- the holder's token into a row with the caller's protection.
 CREATE FUNCTION @extschema@.dlock_sql_fence_check(lock pg_catalog.text, writer pg_catalog.int8,
-	row_token pg_catalog.int8 DEFAULT NULL)
+	row_token pg_catalog.int8, carried pg_catalog.bool)
 RETURNS void
 LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE SECURITY INVOKER
 AS $dlock$
+DECLARE
+	holder pg_catalog.oid;
+	session_role pg_catalog.text;
 BEGIN
 	IF writer OPERATOR(pg_catalog.<) row_token THEN
 		RAISE EXCEPTION 'stale fencing token % for lock "%"', writer, lock
@@ -267,10 +291,25 @@ BEGIN
 	IF NOT @extschema@.dlock_sql_protect(lock, writer) THEN
 		PERFORM @extschema@.dlock_sql_fence_stale(lock, writer);
 	END IF;
+	IF carried THEN
+		session_role := pg_catalog.current_setting('role');
+		IF session_role OPERATOR(pg_catalog.=) 'none' THEN
+			session_role := SESSION_USER;
+		END IF;
+	END IF;
+	IF carried AND CURRENT_USER::pg_catalog.text OPERATOR(pg_catalog.<>) session_role THEN
+		holder := @extschema@.dlock_sql_fence_holder(lock, writer);
+		IF NOT pg_catalog.pg_has_role(CURRENT_USER, holder, 'MEMBER') THEN
+			RAISE EXCEPTION 'permission denied to check lock "%"', lock
+				USING ERRCODE = '42501',
+					  DETAIL = pg_catalog.format('The lease is held by role "%s"; only that role and its members may vouch for its token.',
+											   pg_catalog.pg_get_userbyid(holder));
+		END IF;
+	END IF;
 END
 $dlock$;
-COMMENT ON FUNCTION @extschema@.dlock_sql_fence_check(pg_catalog.text, pg_catalog.int8, pg_catalog.int8) IS
-	'internal (dlock_fence): SQLSTATE LK001 unless writer holds the lease of lock (taking the check protection) and is not below row_token';
+COMMENT ON FUNCTION @extschema@.dlock_sql_fence_check(pg_catalog.text, pg_catalog.int8, pg_catalog.int8, pg_catalog.bool) IS
+	'internal (dlock_fence): SQLSTATE LK001 unless writer is not below row_token and holds the lease of lock (taking the check protection); 42501 unless the session''s role, and for a carried token the current user, may vouch for it';
 
 -- The pending partition move (see above) as a text array: stage ('delete'
 -- or 'insert'), statement_timestamp, trigger depth, current user, source
@@ -301,29 +340,65 @@ $dlock$;
 COMMENT ON FUNCTION @extschema@.dlock_sql_fence_move(pg_catalog.text) IS
 	'internal (dlock_fence): the partition move pending at stage for this statement and user, if any; forgets any pending move';
 
--- dlock_fence(lock, token_column [, kind]): the fencing trigger.
+-- An UPDATE (FenceUpdate): the new row's lock against the new token if the
+-- statement changes it, else against the declared one; a changed lock name
+-- also against the token declared for the old lock (tokens compared per
+-- lock).  w is the new lock's writer, ow the old lock's; fill: write w
+-- into the new row's token column (a NULL token, or a move that leaves
+-- the token alone, whose old token belongs to the old lock).
+CREATE FUNCTION @extschema@.dlock_sql_fence_update(lock pg_catalog.text, old_lock pg_catalog.text,
+	tok pg_catalog.int8, old_tok pg_catalog.int8, relname pg_catalog.name, token_column pg_catalog.text,
+	OUT w pg_catalog.int8, OUT ow pg_catalog.int8, OUT fill pg_catalog.bool)
+LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE SECURITY INVOKER
+AS $dlock$
+DECLARE
+	carried CONSTANT pg_catalog.bool := tok IS NOT NULL AND (old_tok IS NULL OR tok OPERATOR(pg_catalog.<>) old_tok);
+	moved CONSTANT pg_catalog.bool := lock OPERATOR(pg_catalog.<>) old_lock COLLATE "C";
+BEGIN
+	IF carried THEN
+		w := tok;
+	ELSE
+		w := @extschema@.dlock_sql_fence_declared(lock, relname, token_column,
+												   CASE WHEN tok IS NULL THEN 'null' ELSE 'unchanged' END);
+	END IF;
+	fill := tok IS NULL OR (moved AND w OPERATOR(pg_catalog.<>) tok);
+	IF NOT moved THEN
+		PERFORM @extschema@.dlock_sql_fence_check(lock, w, old_tok, carried);
+		ow := w;
+	ELSE
+		PERFORM @extschema@.dlock_sql_fence_check(lock, w, NULL, carried);
+		ow := @extschema@.dlock_sql_fence_declared(old_lock, relname, token_column, 'old lock');
+		PERFORM @extschema@.dlock_sql_fence_check(old_lock, ow, old_tok, false);
+	END IF;
+END
+$dlock$;
+COMMENT ON FUNCTION @extschema@.dlock_sql_fence_update(pg_catalog.text, pg_catalog.text, pg_catalog.int8, pg_catalog.int8, pg_catalog.name, pg_catalog.text) IS
+	'internal (dlock_fence): check the writers of an UPDATE of a fenced row, per lock';
+
+-- dlock_fence(lock, token_column [, kind]): the fencing trigger.  lock is
+-- the lock name, or with kind 'column' the name of a text column that
+-- holds each row's lock name.
 CREATE FUNCTION @extschema@.dlock_fence()
 RETURNS trigger
 LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE SECURITY INVOKER
 AS $dlock$
 DECLARE
 	cfg record;
-	tokcol pg_catalog.text := TG_ARGV[1];
+	tokcol CONSTANT pg_catalog.text := TG_ARGV[1];
 	j pg_catalog.jsonb;
 	oj pg_catalog.jsonb;
 	lock pg_catalog.text;
 	old_lock pg_catalog.text;
 	tok pg_catalog.int8;
 	old_tok pg_catalog.int8;
-	w pg_catalog.int8;
-	ow pg_catalog.int8;
+	u record;
 	move pg_catalog.text[];
 BEGIN
 	cfg := @extschema@.dlock_sql_fence_config(TG_RELID, TG_NAME, TG_WHEN, TG_LEVEL, TG_OP, TG_ARGV);
 	IF TG_OP OPERATOR(pg_catalog.=) 'TRUNCATE' THEN
-		PERFORM pg_catalog.set_config('dlock_sql.fence_move', '', true);
-		w := @extschema@.dlock_sql_fence_declared(TG_ARGV[0], TG_TABLE_NAME, tokcol, 'truncate');
-		PERFORM @extschema@.dlock_sql_fence_check(TG_ARGV[0], w);
+		PERFORM @extschema@.dlock_sql_fence_move('');
+		PERFORM @extschema@.dlock_sql_fence_check(TG_ARGV[0],
+			@extschema@.dlock_sql_fence_declared(TG_ARGV[0], TG_TABLE_NAME, tokcol, 'truncate'), NULL, false);
 		RETURN NULL;
 	END IF;
 	IF TG_OP OPERATOR(pg_catalog.<>) 'INSERT' THEN
@@ -344,17 +419,16 @@ BEGIN
 		-- in), or for the INSERT half of a partition move its UPDATE's.
 		move := @extschema@.dlock_sql_fence_move('insert');
 		IF move IS NOT NULL AND tok IS NOT NULL AND cfg.is_partition
-		   AND tok::pg_catalog.text OPERATOR(pg_catalog.=) move[9]
-		   AND lock OPERATOR(pg_catalog.=) move[8] COLLATE "C"
+		   AND tok::pg_catalog.text OPERATOR(pg_catalog.=) move[9] AND lock OPERATOR(pg_catalog.=) move[8] COLLATE "C"
 		   AND pg_catalog.pg_partition_root(TG_RELID) OPERATOR(pg_catalog.=) pg_catalog.pg_partition_root(move[5]::pg_catalog.oid) THEN
-			w := move[11]::pg_catalog.int8;
+			PERFORM @extschema@.dlock_sql_fence_check(lock, move[11]::pg_catalog.int8, NULL, false);
 		ELSIF tok IS NULL THEN
-			w := @extschema@.dlock_sql_fence_declared(lock, TG_TABLE_NAME, tokcol, 'null');
-			NEW := pg_catalog.jsonb_populate_record(NEW, pg_catalog.jsonb_build_object(tokcol, w));
+			tok := @extschema@.dlock_sql_fence_declared(lock, TG_TABLE_NAME, tokcol, 'null');
+			NEW := pg_catalog.jsonb_populate_record(NEW, pg_catalog.jsonb_build_object(tokcol, tok));
+			PERFORM @extschema@.dlock_sql_fence_check(lock, tok, NULL, false);
 		ELSE
-			w := tok;
+			PERFORM @extschema@.dlock_sql_fence_check(lock, tok, NULL, true);
 		END IF;
-		PERFORM @extschema@.dlock_sql_fence_check(lock, w);
 		RETURN NEW;
 	END IF;
 
@@ -363,39 +437,22 @@ BEGIN
 		-- the token its UPDATE checked for the old lock.
 		move := @extschema@.dlock_sql_fence_move('delete');
 		IF move IS NOT NULL AND move[5] OPERATOR(pg_catalog.=) TG_RELID::pg_catalog.text
-		   AND move[6] OPERATOR(pg_catalog.=) pg_catalog.md5(oj::pg_catalog.text)
-		   AND old_lock OPERATOR(pg_catalog.=) move[7] COLLATE "C" THEN
-			w := move[10]::pg_catalog.int8;
+		   AND move[6] OPERATOR(pg_catalog.=) pg_catalog.md5(oj::pg_catalog.text) AND old_lock OPERATOR(pg_catalog.=) move[7] COLLATE "C" THEN
 			move[1] := 'insert';
 			PERFORM pg_catalog.set_config('dlock_sql.fence_move', pg_catalog.array_to_string(move, pg_catalog.chr(1)), true);
+			PERFORM @extschema@.dlock_sql_fence_check(old_lock, move[10]::pg_catalog.int8, old_tok, false);
 		ELSE
-			w := @extschema@.dlock_sql_fence_declared(old_lock, TG_TABLE_NAME, tokcol, 'delete');
+			PERFORM @extschema@.dlock_sql_fence_check(old_lock,
+				@extschema@.dlock_sql_fence_declared(old_lock, TG_TABLE_NAME, tokcol, 'delete'), old_tok, false);
 		END IF;
-		PERFORM @extschema@.dlock_sql_fence_check(old_lock, w, old_tok);
 		RETURN OLD;
 	END IF;
 
-	-- UPDATE: the new row's lock against the new token if the statement
-	-- changes it, else against the declared one; a changed lock name also
-	-- against the token declared for the old lock (tokens compared per lock).
 	PERFORM @extschema@.dlock_sql_fence_move('');
-	IF tok IS NOT NULL AND (old_tok IS NULL OR tok OPERATOR(pg_catalog.<>) old_tok) THEN
-		w := tok;
-	ELSE
-		w := @extschema@.dlock_sql_fence_declared(lock, TG_TABLE_NAME, tokcol,
-												   CASE WHEN tok IS NULL THEN 'null' ELSE 'unchanged' END);
-	END IF;
-	IF tok IS NULL OR (lock OPERATOR(pg_catalog.<>) old_lock COLLATE "C" AND w OPERATOR(pg_catalog.<>) tok) THEN
-		NEW := pg_catalog.jsonb_populate_record(NEW, pg_catalog.jsonb_build_object(tokcol, w));
-		tok := w;
-	END IF;
-	ow := w;
-	IF lock OPERATOR(pg_catalog.=) old_lock COLLATE "C" THEN
-		PERFORM @extschema@.dlock_sql_fence_check(lock, w, old_tok);
-	ELSE
-		PERFORM @extschema@.dlock_sql_fence_check(lock, w);
-		ow := @extschema@.dlock_sql_fence_declared(old_lock, TG_TABLE_NAME, tokcol, 'old lock');
-		PERFORM @extschema@.dlock_sql_fence_check(old_lock, ow, old_tok);
+	u := @extschema@.dlock_sql_fence_update(lock, old_lock, tok, old_tok, TG_TABLE_NAME, tokcol);
+	IF u.fill THEN
+		NEW := pg_catalog.jsonb_populate_record(NEW, pg_catalog.jsonb_build_object(tokcol, u.w));
+		tok := u.w;
 	END IF;
 	IF cfg.is_partition THEN
 		-- Without a fenced DELETE (no BEFORE DELETE trigger) the INSERT comes next.
@@ -403,7 +460,7 @@ BEGIN
 			CASE WHEN cfg.fences_delete THEN 'delete' ELSE 'insert' END,
 			pg_catalog.statement_timestamp()::pg_catalog.text, pg_catalog.pg_trigger_depth()::pg_catalog.text,
 			CURRENT_USER::pg_catalog.text, TG_RELID::pg_catalog.text, pg_catalog.md5(oj::pg_catalog.text),
-			old_lock, lock, tok::pg_catalog.text, ow::pg_catalog.text, w::pg_catalog.text], pg_catalog.chr(1)), true);
+			old_lock, lock, tok::pg_catalog.text, u.ow::pg_catalog.text, u.w::pg_catalog.text], pg_catalog.chr(1)), true);
 	END IF;
 	RETURN NEW;
 END
