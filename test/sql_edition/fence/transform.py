@@ -4,7 +4,8 @@
 # run against the SQL edition (see README.md here).
 #
 #   transform.py regress SRC_SQL SRC_EXPECTED OUT_SQL OUT_EXPECTED
-#   transform.py isolation SRC_SPEC OUT_SPEC EDITION_SCRIPT
+#   transform.py isolation SRC_SPEC OUT_SPEC
+#   transform.py installer EDITION_SCRIPT PIN_SQL
 #
 # regress: the same rewriting of the test file and of its expected output
 # (pg_regress echoes every input line, so both carry the same lines):
@@ -18,9 +19,10 @@
 # earlier version.  Each included file starts with \set ECHO none (echoed)
 # and ends with \set ECHO all, so the expected output gains that one line.
 #
-# isolation: CREATE EXTENSION dlock; in a setup block becomes the edition's
-# script inline (installed by the admin role), DROP EXTENSION dlock; drops
-# its schema, and the token pin becomes the SQL edition's.
+# isolation: CREATE EXTENSION dlock; in a setup block becomes a call of
+# dlock_sql_test.install(), which installs the edition as the admin role,
+# DROP EXTENSION dlock; one of dlock_sql_test.uninstall(), and the token pin
+# one of dlock_sql_test.pin(); installer prints the SQL that makes them.
 import re
 import sys
 
@@ -80,23 +82,48 @@ def regress(src_sql, src_exp, out_sql, out_exp):
             f.write("\n".join(rewrite(lines, exp)))
 
 
-def isolation(src_spec, out_spec, script, pin):
+def isolation(src_spec, out_spec):
+    """A spec's SQL blocks end at the first "}", so the edition cannot be
+    inlined: its setup calls functions that the runner made beforehand
+    (installer, below)."""
     with open(src_spec) as f:
         text = f.read()
+    text = text.replace("CREATE EXTENSION dlock;", "CALL dlock_sql_test.install();")
+    text = text.replace("DROP EXTENSION dlock;", "CALL dlock_sql_test.uninstall();")
+    text = re.sub(r"INSERT INTO dlock_epoch[^;]*;", "CALL dlock_sql_test.pin();", text)
+    with open(out_spec, "w") as f:
+        f.write(text)
+
+
+def installer(script, pin):
+    """SQL that makes schema dlock_sql_test with install(), uninstall() and
+    pin() for the isolation specs: the superuser's functions; install()
+    runs the edition's script as dlock_sql_admin."""
     with open(script) as f:
         edition = f.read()
     with open(pin) as f:
-        pin_sql = f.read()
-    create = ("SET client_min_messages = warning;\n"
-              "GRANT CREATE ON SCHEMA public TO dlock_sql_admin;\n"
-              "SET ROLE dlock_sql_admin;\n" + edition +
-              "\nRESET ROLE;\n" + EVENT_TRIGGER + "RESET client_min_messages;\n")
-    text = text.replace("CREATE EXTENSION dlock;", create)
-    text = text.replace("DROP EXTENSION dlock;",
-                        "SET client_min_messages = warning;\n" + DROP + "RESET client_min_messages;\n")
-    text = re.sub(r"INSERT INTO dlock_epoch[^;]*;", lambda m: pin_sql, text)
-    with open(out_spec, "w") as f:
-        f.write(text)
+        pin_sql = f.read() or "SELECT 1;"
+    for tag in ("$dlock_sql_test_e$", "$dlock_sql_test_f$"):
+        assert tag not in edition and tag not in pin_sql
+    return ("CREATE SCHEMA dlock_sql_test;\n"
+            "CREATE PROCEDURE dlock_sql_test.install() LANGUAGE plpgsql AS $dlock_sql_test_f$\n"
+            "BEGIN\n"
+            "  GRANT CREATE ON SCHEMA public TO dlock_sql_admin;\n"
+            "  PERFORM set_config('client_min_messages', 'warning', true);\n"
+            "  PERFORM set_config('role', 'dlock_sql_admin', true);\n"
+            "  EXECUTE $dlock_sql_test_e$" + edition + "$dlock_sql_test_e$;\n"
+            "  PERFORM set_config('role', 'none', true);\n"
+            "  EXECUTE $dlock_sql_test_e$" + EVENT_TRIGGER + "$dlock_sql_test_e$;\n"
+            "END $dlock_sql_test_f$;\n"
+            "CREATE PROCEDURE dlock_sql_test.uninstall() LANGUAGE plpgsql AS $dlock_sql_test_f$\n"
+            "BEGIN\n"
+            "  PERFORM set_config('client_min_messages', 'warning', true);\n"
+            "  EXECUTE $dlock_sql_test_e$" + DROP + "$dlock_sql_test_e$;\n"
+            "END $dlock_sql_test_f$;\n"
+            "CREATE PROCEDURE dlock_sql_test.pin() LANGUAGE plpgsql AS $dlock_sql_test_f$\n"
+            "BEGIN\n"
+            "  EXECUTE $dlock_sql_test_e$" + pin_sql + "$dlock_sql_test_e$;\n"
+            "END $dlock_sql_test_f$;\n")
 
 
 def copies(c_script, sql_file):
@@ -163,7 +190,9 @@ if __name__ == "__main__":
     if sys.argv[1] == "regress":
         regress(*sys.argv[2:6])
     elif sys.argv[1] == "isolation":
-        isolation(*sys.argv[2:6])
+        isolation(*sys.argv[2:4])
+    elif sys.argv[1] == "installer":
+        sys.stdout.write(installer(*sys.argv[2:4]))
     elif sys.argv[1] == "event-trigger":
         sys.stdout.write(EVENT_TRIGGER)
     elif sys.argv[1] == "drop":
