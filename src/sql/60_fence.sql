@@ -24,16 +24,18 @@
 -- so that nothing of the writer's (a domain's CHECK on the token column,
 -- evaluated when the trigger fills a token in) ever runs as the extension's
 -- owner, who is the bootstrap superuser in the trusted extension.  It reads
--- only the catalogs and the row.  The lease is read by two SECURITY DEFINER
--- functions executable by PUBLIC: s4's dlock_sql_protect (dlock_check's
--- semantics) and dlock_sql_fence_stale below (the LK001 detail).  Both vouch
--- for a token as the session's role (SET ROLE's, else the session user),
--- never as the current user: this differs from the C edition, which vouches
--- for a carried token as the current user and for a declared one as the
--- role that declared it (docs/editions.md).  The SQL edition therefore
--- needs no special case for referential actions: a cascade runs as the
--- referencing table's owner, but the session's role is still the one that
--- changed the referenced row.
+-- only the catalogs and the row.  The lease is read by SECURITY DEFINER
+-- functions executable by PUBLIC: the core's dlock_sql_protect (dlock_check's
+-- semantics, 30_lease.sql) and dlock_sql_stale (the LK001 detail), and
+-- dlock_sql_fence_holder below.  dlock_sql_protect vouches for a token as
+-- the session's role (SET ROLE's, else the session user); a token the row
+-- carries is vouched for by the current user as well (as the C edition
+-- vouches for it: by the current user), so that a SECURITY DEFINER function
+-- owned by another role, or a referential action (which runs as the
+-- referencing table's owner), cannot write the holder's token with the
+-- caller's protection.  A declared token is vouched for by the session's
+-- role at the time of the write, where the C edition takes the role that
+-- declared it (docs/editions.md).
 --
 -- Settings a role can set itself (a declaration, the pending partition move
 -- below) are never trusted: every writer's token is checked again by
@@ -50,36 +52,6 @@
 -- command id: the move is the statement's (statement_timestamp() and
 -- pg_trigger_depth()), the current user's, and the row is recognised by
 -- its contents (md5 of its text form).
-
--- Raise LK001 for a token that does not hold the lease, saying why: the C
--- edition's FenceReject.  SECURITY DEFINER to read the lease tables.
-CREATE FUNCTION @extschema@.dlock_sql_fence_stale(name pg_catalog.text, token pg_catalog.int8)
-RETURNS pg_catalog.void
-LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE SECURITY DEFINER
-SET search_path = pg_catalog, pg_temp
-AS $dlock$
-DECLARE
-	lease_token pg_catalog.int8;
-	released pg_catalog.bool;
-	detail pg_catalog.text;
-BEGIN
-	SELECT l.token, l.released_at IS NOT NULL INTO lease_token, released
-	  FROM @extschema@.dlock_lease AS l
-	 WHERE l.name OPERATOR(pg_catalog.=) $1;
-	detail := CASE
-		WHEN lease_token IS NULL THEN 'The lock has never been acquired.'
-		WHEN lease_token OPERATOR(pg_catalog.>) $2 THEN 'The lock has since been acquired with a newer token.'
-		WHEN lease_token OPERATOR(pg_catalog.<) $2 THEN 'This token was never issued for this lock.'
-		WHEN released THEN 'The lease was released.'
-		ELSE 'The lease expired.' END;
-	RAISE EXCEPTION 'stale fencing token % for lock "%"', $2, $1
-		USING ERRCODE = 'LK001', DETAIL = detail;
-END
-$dlock$;
-COMMENT ON FUNCTION @extschema@.dlock_sql_fence_stale(pg_catalog.text, pg_catalog.int8) IS
-	'internal (dlock_fence): raise SQLSTATE LK001 for a token that does not hold the lease of name, with the reason as the detail';
-REVOKE ALL ON FUNCTION @extschema@.dlock_sql_fence_stale(pg_catalog.text, pg_catalog.int8) FROM PUBLIC;
-GRANT EXECUTE ON FUNCTION @extschema@.dlock_sql_fence_stale(pg_catalog.text, pg_catalog.int8) TO PUBLIC;
 
 -- The trigger's configuration, checked on every call (the C edition's
 -- FenceCheckFiring, FenceConfigure, FenceColumn): how it fires, its
@@ -255,15 +227,17 @@ $dlock$;
 COMMENT ON FUNCTION @extschema@.dlock_sql_fence_declared(pg_catalog.text, pg_catalog.name, pg_catalog.text, pg_catalog.text) IS
 	'internal (dlock_fence): the token this transaction declared for lock, or SQLSTATE LK001 naming what the write lacks';
 
--- The holder role of name's lease while token holds it, else NULL: for
--- dlock_sql_fence_check, which vouches for a carried token as the current
--- user too.  Only who presents the current token learns the holder role.
+-- The holder role of name's lease while token is its token, else NULL (the
+-- core's identity rule, dlock_sql_holder): for dlock_sql_fence_check, which
+-- vouches for a carried token as the current user too.  Only who presents
+-- the current token learns the holder role.
 CREATE FUNCTION @extschema@.dlock_sql_fence_holder(name pg_catalog.text, token pg_catalog.int8)
 RETURNS pg_catalog.oid
 LANGUAGE sql STABLE PARALLEL UNSAFE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
 AS $dlock$
-	SELECT l.role_oid FROM @extschema@.dlock_lease AS l
+	SELECT @extschema@.dlock_sql_holder(l.role, l.role_oid, l.role_system_identifier, l.role_counter_relfilenode)
+	  FROM @extschema@.dlock_lease AS l
 	 WHERE l.name OPERATOR(pg_catalog.=) $1 AND l.token OPERATOR(pg_catalog.=) $2;
 $dlock$;
 COMMENT ON FUNCTION @extschema@.dlock_sql_fence_holder(pg_catalog.text, pg_catalog.int8) IS
@@ -292,7 +266,7 @@ BEGIN
 			USING ERRCODE = 'LK001', DETAIL = pg_catalog.format('The row was written with the newer token %s.', row_token);
 	END IF;
 	IF NOT @extschema@.dlock_sql_protect(lock, writer) THEN
-		PERFORM @extschema@.dlock_sql_fence_stale(lock, writer);
+		PERFORM @extschema@.dlock_sql_stale(lock, writer);
 	END IF;
 	IF carried THEN
 		session_role := pg_catalog.current_setting('role');
@@ -302,11 +276,9 @@ BEGIN
 	END IF;
 	IF carried AND CURRENT_USER::pg_catalog.text OPERATOR(pg_catalog.<>) session_role THEN
 		holder := @extschema@.dlock_sql_fence_holder(lock, writer);
-		IF NOT pg_catalog.pg_has_role(CURRENT_USER, holder, 'MEMBER') THEN
-			RAISE EXCEPTION 'permission denied to check lock "%"', lock
-				USING ERRCODE = '42501',
-					  DETAIL = pg_catalog.format('The lease is held by role "%s"; only that role and its members may vouch for its token.',
-											   pg_catalog.pg_get_userbyid(holder));
+		IF NOT @extschema@.dlock_sql_acts_for(
+				(SELECT r.oid FROM pg_catalog.pg_roles AS r WHERE r.rolname OPERATOR(pg_catalog.=) CURRENT_USER), holder) THEN
+			PERFORM @extschema@.dlock_sql_deny(lock, holder, 'check');
 		END IF;
 	END IF;
 END
