@@ -5,6 +5,7 @@
 #
 #   transform.py regress SRC_SQL SRC_EXPECTED OUT_SQL OUT_EXPECTED
 #   transform.py isolation SRC_SPEC OUT_SPEC
+#   transform.py isolation-expected SRC_EXPECTED OUT_EXPECTED
 #   transform.py installer EDITION_SCRIPT PIN_SQL
 #
 # regress: the same rewriting of the test file and of its expected output
@@ -234,6 +235,11 @@ if __name__ == "__main__":
         regress(*sys.argv[2:6])
     elif sys.argv[1] == "isolation":
         isolation(*sys.argv[2:4])
+    elif sys.argv[1] == "isolation-expected":
+        with open(sys.argv[2]) as f:
+            text = f.read()
+        with open(sys.argv[3], "w") as f:
+            f.write(differences.isolation_expected(text))
     elif sys.argv[1] == "installer":
         sys.stdout.write(installer(*sys.argv[2:4]))
     elif sys.argv[1] == "event-trigger":
