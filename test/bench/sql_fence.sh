@@ -11,6 +11,8 @@
 #   fenced   SELECT dlock_assert(...) \; UPDATE fenced ... (a declaration and
 #            one single-row UPDATE through the trigger, one round trip)
 #   plain    the same UPDATE on a table without the trigger
+#   asserted SELECT dlock_assert(...) \; UPDATE plain ... (the declaration and
+#            its check protection without the trigger: the core's share)
 # and, for how the trigger reads the row's columns by name (the argument
 # names the token column), one BEFORE UPDATE trigger per way of reading it,
 # doing nothing else:
@@ -102,6 +104,10 @@ cat >"$work/fenced.sql" <<'SCRIPT'
 \set id random(1, :rows)
 SELECT dlock_assert('bench', :tok) \; UPDATE fenced SET v = v + 1 WHERE id = :id;
 SCRIPT
+cat >"$work/asserted.sql" <<'SCRIPT'
+\set id random(1, :rows)
+SELECT dlock_assert('bench', :tok) \; UPDATE plain SET v = v + 1 WHERE id = :id;
+SCRIPT
 for who in plain jsonb json execute static; do
 	printf '\\set id random(1, :rows)\nUPDATE %s SET v = v + 1 WHERE id = :id;\n' "$who" >"$work/$who.sql"
 done
@@ -115,7 +121,7 @@ multixact() {
 echo "pgbench: $C clients, ${T}s per run, $ROUNDS rounds, fsync off, $ROWS rows"
 results=$work/results.tsv
 for round in $(seq "$ROUNDS"); do
-	for who in fenced plain jsonb json execute static; do
+	for who in fenced plain asserted jsonb json execute static; do
 		[ "$who" = fenced ] && before=$(multixact)
 		out=$(pgbench -n -M simple -c "$C" -j 2 -T "$T" -D rows="$ROWS" -D tok="$tok" \
 			-f "$work/$who.sql" "$DB" 2>&1)
@@ -153,6 +159,8 @@ r = m["fenced"] / m["plain"]
 print(f"medians: fenced {m['fenced']:.0f}, plain {m['plain']:.0f} tps; "
       f"{m['members']:.0f} MultiXact members/s, {m['multis']:.0f} MultiXacts/s while fenced")
 print(f"  fenced / plain   {r:5.2f}x  (target >= 0.7x)  {'met' if r >= 0.7 else 'MISSED'}")
+print(f"  asserted / plain {m['asserted'] / m['plain']:5.2f}x  (the declaration and its check protection, no trigger)")
+print(f"  fenced / asserted {m['fenced'] / m['asserted']:5.2f}x  (what the trigger adds)")
 print("  reading the token column by name in a BEFORE UPDATE trigger, / plain:")
 for w in ("jsonb", "json", "execute", "static"):
     print(f"    {w:8s} {m[w] / m['plain']:5.2f}x")
