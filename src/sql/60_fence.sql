@@ -39,7 +39,9 @@
 --
 -- Settings a role can set itself (a declaration, the pending partition move
 -- below) are never trusted: every writer's token is checked again by
--- dlock_sql_protect, so a forged value can only make the fence refuse.
+-- dlock_sql_protect, so a forged value can make the fence refuse, or take a
+-- token that holds the lease for a write that would have needed a
+-- declaration, but never let a stale token through.
 --
 -- Partition moves.  An UPDATE that moves a row to another partition fires
 -- BEFORE UPDATE on the source partition, then BEFORE DELETE (no NEW row)
@@ -51,14 +53,18 @@
 -- in between forgets the move.  PL/pgSQL sees neither the row's TID nor the
 -- command id: the move is the statement's (statement_timestamp() and
 -- pg_trigger_depth()), the current user's, and the row is recognised by
--- its contents (md5 of its text form).
+-- its contents (md5 of its text form).  The statements of one query string
+-- share statement_timestamp(): a move left pending by an UPDATE that kept
+-- its row where it was may serve the next statement's DELETE of a row with
+-- the same contents, or INSERT of a row with the same lock and token, by
+-- the same user; the writer is checked again all the same.
 
 -- The trigger's configuration, checked on every call (the C edition's
 -- FenceCheckFiring, FenceConfigure, FenceColumn): how it fires, its
 -- arguments, its columns: the slow path of dlock_fence's own check, which
--- raises the error or passes (a domain over bigint, TRUNCATE).  Returns
--- whether the table is a partition and whether a dlock_fence trigger fences
--- DELETE on it (a partition move's DELETE comes next).
+-- raises the error or passes (a domain over bigint, a lock name column,
+-- TRUNCATE).  Also returns whether the table is a partition and whether a
+-- dlock_fence trigger fences DELETE on it.
 CREATE FUNCTION @extschema@.dlock_sql_fence_config(relid pg_catalog.oid, tgname pg_catalog.name,
 	tgwhen pg_catalog.text, tglevel pg_catalog.text, tgop pg_catalog.text, args pg_catalog.text[],
 	OUT is_partition pg_catalog.bool, OUT fences_delete pg_catalog.bool, OUT ok pg_catalog.bool)
@@ -384,7 +390,7 @@ DECLARE
 	w pg_catalog.int8;
 BEGIN
 	IF move IS NOT NULL AND tok IS NOT NULL AND is_partition
-	   AND tok::pg_catalog.text OPERATOR(pg_catalog.=) move[9] AND lock OPERATOR(pg_catalog.=) move[8] COLLATE "C"
+	   AND tok::pg_catalog.text OPERATOR(pg_catalog.=) move[9] AND lock OPERATOR(pg_catalog.=) move[8] COLLATE pg_catalog."C"
 	   AND pg_catalog.pg_partition_root(relid) OPERATOR(pg_catalog.=) pg_catalog.pg_partition_root(move[5]::pg_catalog.oid) THEN
 		PERFORM @extschema@.dlock_sql_fence_check(lock, move[11]::pg_catalog.int8, NULL, false);
 		RETURN NULL;
@@ -413,7 +419,7 @@ DECLARE
 	move pg_catalog.text[] := @extschema@.dlock_sql_fence_move('delete');
 BEGIN
 	IF move IS NOT NULL AND move[5] OPERATOR(pg_catalog.=) relid::pg_catalog.text
-	   AND move[6] OPERATOR(pg_catalog.=) pg_catalog.md5(old_row::pg_catalog.text) AND lock OPERATOR(pg_catalog.=) move[7] COLLATE "C" THEN
+	   AND move[6] OPERATOR(pg_catalog.=) pg_catalog.md5(old_row::pg_catalog.text) AND lock OPERATOR(pg_catalog.=) move[7] COLLATE pg_catalog."C" THEN
 		move[1] := 'insert';
 		PERFORM pg_catalog.set_config('dlock_sql.fence_move', pg_catalog.array_to_string(move, pg_catalog.chr(1)), true);
 		PERFORM @extschema@.dlock_sql_fence_check(lock, move[10]::pg_catalog.int8, tok, false);
@@ -504,7 +510,7 @@ BEGIN
 	IF pg_catalog.current_setting('dlock_sql.fence_move', true) OPERATOR(pg_catalog.<>) '' THEN
 		PERFORM pg_catalog.set_config('dlock_sql.fence_move', '', true);
 	END IF;
-	IF lock OPERATOR(pg_catalog.<>) old_lock COLLATE "C" THEN
+	IF lock OPERATOR(pg_catalog.<>) old_lock COLLATE pg_catalog."C" THEN
 		u := @extschema@.dlock_sql_fence_move_lock(lock, old_lock, tok, old_tok, TG_TABLE_NAME, tokcol);
 		w := u.w;
 		ow := u.ow;
