@@ -23,7 +23,7 @@
 -- Who runs what.  dlock_fence is SECURITY INVOKER: it runs as the writer,
 -- so that nothing of the writer's (a domain's CHECK on the token column,
 -- evaluated when the trigger fills a token in) ever runs as the extension's
--- owner, who is the bootstrap superuser in the trusted extension.  It reads
+-- owner, who may be a superuser (a script installed by one).  It reads
 -- only the catalogs and the row.  The lease is read by SECURITY DEFINER
 -- functions executable by PUBLIC: the core's dlock_sql_protect (dlock_check's
 -- semantics, 30_lease.sql) and dlock_sql_stale (the LK001 detail), and

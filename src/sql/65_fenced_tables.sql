@@ -350,10 +350,13 @@ $dlock$;
 COMMENT ON FUNCTION @extschema@.dlock_fence_ddl() IS
 	'event trigger: a WARNING when CREATE TRIGGER, ALTER TABLE ... ENABLE [REPLICA | ALWAYS] | DISABLE TRIGGER, CREATE TABLE ... INHERITS, ALTER TABLE ... INHERIT or ALTER TABLE ... ATTACH PARTITION leaves a dlock_fence trigger that does not fence its table';
 
--- CREATE EVENT TRIGGER needs a superuser: the trusted extension (whose
--- script runs as the bootstrap superuser) has it; a script installed by an
--- ordinary admin role does not, and goes without the warnings (the view,
--- and the trigger's own refusals when it fires, remain): docs/editions.md.
+-- CREATE EVENT TRIGGER needs a superuser: the script run by a superuser
+-- creates it; run by an ordinary admin role (the psql form, pg_tle, or the
+-- trusted extension, whose dlock_sql.control says superuser = false, so that
+-- its script runs as the role that creates it) it goes without, and DDL
+-- that leaves a dlock_fence trigger that does not fence gets no WARNING (the
+-- view, and the trigger's own refusals when it fires, remain):
+-- docs/editions.md.
 DO $dlock$
 BEGIN
 	CREATE EVENT TRIGGER dlock_fence_ddl ON ddl_command_end

@@ -218,8 +218,8 @@ BEGIN
 END $drop$;
 """
 
-# What the trusted extension has and a script installed by an ordinary
-# admin role has not (src/sql/65_fenced_tables.sql): made by the superuser
+# What the script run by a superuser makes and an install by an ordinary
+# admin role does not (src/sql/65_fenced_tables.sql): made by the superuser
 # that runs the tests, so that the C edition's expected WARNINGs apply.
 EVENT_TRIGGER = """DO $et$ BEGIN
   IF NOT EXISTS (SELECT FROM pg_event_trigger WHERE evtname = 'dlock_fence_ddl') THEN
