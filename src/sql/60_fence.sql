@@ -347,6 +347,23 @@ $dlock$;
 COMMENT ON FUNCTION @extschema@.dlock_sql_fence_moving(pg_catalog.oid, pg_catalog.text, pg_catalog.text, pg_catalog.text, pg_catalog.int8, pg_catalog.int8, pg_catalog.int8) IS
 	'internal (dlock_fence): remember the partition move an UPDATE of a fenced partition may be making';
 
+-- The catalog half of dlock_fence's check of its configuration: no column
+-- list, no WHEN condition, a bigint token column (type OID 20).
+CREATE FUNCTION @extschema@.dlock_sql_fence_ok(relid pg_catalog.oid, tgname pg_catalog.name, token_column pg_catalog.text)
+RETURNS pg_catalog.bool
+LANGUAGE sql STABLE PARALLEL UNSAFE SECURITY INVOKER
+AS $dlock$
+SELECT (SELECT pg_catalog.cardinality(t.tgattr::pg_catalog.int2[]) OPERATOR(pg_catalog.=) 0 AND t.tgqual IS NULL
+		  FROM pg_catalog.pg_trigger AS t
+		 WHERE t.tgrelid OPERATOR(pg_catalog.=) $1 AND t.tgname OPERATOR(pg_catalog.=) $2)
+	   AND (SELECT a.atttypid OPERATOR(pg_catalog.=) 20
+			  FROM pg_catalog.pg_attribute AS a
+			 WHERE a.attrelid OPERATOR(pg_catalog.=) $1 AND a.attname OPERATOR(pg_catalog.=) $3
+			   AND a.attnum OPERATOR(pg_catalog.>) 0 AND NOT a.attisdropped)
+$dlock$;
+COMMENT ON FUNCTION @extschema@.dlock_sql_fence_ok(pg_catalog.oid, pg_catalog.name, pg_catalog.text) IS
+	'internal (dlock_fence): has the trigger no column list and no WHEN condition, and a bigint token column';
+
 -- An UPDATE that moves the row to another lock (the rest of FenceUpdate;
 -- dlock_fence does an UPDATE that keeps its lock itself): the new row's
 -- lock against the new token if the statement changes it, else against
@@ -436,16 +453,19 @@ COMMENT ON FUNCTION @extschema@.dlock_sql_fence_delete(pg_catalog.text, pg_catal
 -- the lock name, or with kind 'column' the name of a text column that
 -- holds each row's lock name.  An UPDATE that keeps its row's lock, the
 -- common write, is done here with no call of another PL/pgSQL function
--- unless it is refused.
+-- unless it is refused.  The configuration is checked on every call, in two
+-- catalog lookups: how the trigger fires, its arguments, a bigint token
+-- column (type OID 20); what does not pass (a domain over bigint among it,
+-- a lock name column, TRUNCATE) goes to dlock_sql_fence_config, which
+-- raises the C edition's error or passes.  Any call of the trigger forgets
+-- a pending partition move.
 CREATE FUNCTION @extschema@.dlock_fence()
 RETURNS trigger
 LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE SECURITY INVOKER
 AS $dlock$
 DECLARE
-	ok pg_catalog.bool;
 	tokcol CONSTANT pg_catalog.text := TG_ARGV[1];
-	lockcol CONSTANT pg_catalog.text := CASE WHEN TG_NARGS OPERATOR(pg_catalog.=) 3
-		AND TG_ARGV[2] OPERATOR(pg_catalog.=) 'column' THEN TG_ARGV[0] ELSE '' END;
+	lockcol CONSTANT pg_catalog.text := CASE WHEN TG_ARGV[2] OPERATOR(pg_catalog.=) 'column' THEN TG_ARGV[0] ELSE '' END;
 	j pg_catalog.jsonb;
 	oj pg_catalog.jsonb;
 	lock pg_catalog.text := TG_ARGV[0];
@@ -455,29 +475,15 @@ DECLARE
 	w pg_catalog.int8;
 	ow pg_catalog.int8;
 	fill pg_catalog.bool := false;
-	u record;
 BEGIN
-	-- The configuration, on every call, in two catalog lookups: how the
-	-- trigger fires, its arguments, a bigint token column (type OID 20).
-	-- What does not pass (a domain over bigint among it, a lock name
-	-- column, TRUNCATE) goes to dlock_sql_fence_config, which raises the C
-	-- edition's error or passes.
-	ok := TG_WHEN OPERATOR(pg_catalog.=) 'BEFORE' AND TG_LEVEL OPERATOR(pg_catalog.=) 'ROW'
+	IF (TG_WHEN OPERATOR(pg_catalog.=) 'BEFORE' AND TG_LEVEL OPERATOR(pg_catalog.=) 'ROW'
 		AND (TG_NARGS OPERATOR(pg_catalog.=) 2 OR (TG_NARGS OPERATOR(pg_catalog.=) 3 AND TG_ARGV[2] OPERATOR(pg_catalog.=) 'name'))
 		AND TG_ARGV[0] OPERATOR(pg_catalog.<>) '' AND pg_catalog.octet_length(TG_ARGV[0]) OPERATOR(pg_catalog.<=) 255
-		AND (SELECT pg_catalog.cardinality(t.tgattr::pg_catalog.int2[]) OPERATOR(pg_catalog.=) 0 AND t.tgqual IS NULL
-			   FROM pg_catalog.pg_trigger AS t
-			  WHERE t.tgrelid OPERATOR(pg_catalog.=) TG_RELID AND t.tgname OPERATOR(pg_catalog.=) TG_NAME)
-		AND (SELECT a.atttypid OPERATOR(pg_catalog.=) 20
-			   FROM pg_catalog.pg_attribute AS a
-			  WHERE a.attrelid OPERATOR(pg_catalog.=) TG_RELID AND a.attname OPERATOR(pg_catalog.=) tokcol
-				AND a.attnum OPERATOR(pg_catalog.>) 0 AND NOT a.attisdropped);
-	IF ok IS NOT TRUE THEN
+		AND @extschema@.dlock_sql_fence_ok(TG_RELID, TG_NAME, tokcol)) IS NOT TRUE THEN
 		PERFORM @extschema@.dlock_sql_fence_config(TG_RELID, TG_NAME, TG_WHEN, TG_LEVEL, TG_OP, TG_ARGV);
 	END IF;
 	IF TG_OP OPERATOR(pg_catalog.=) 'TRUNCATE' THEN
-		PERFORM @extschema@.dlock_sql_fence_move('');
-		PERFORM @extschema@.dlock_sql_fence_check(lock,
+		PERFORM @extschema@.dlock_sql_fence_move(''), @extschema@.dlock_sql_fence_check(lock,
 			@extschema@.dlock_sql_fence_declared(lock, TG_TABLE_NAME, tokcol, 'truncate'), NULL, false);
 		RETURN NULL;
 	END IF;
@@ -505,16 +511,12 @@ BEGIN
 		END IF;
 		RETURN NEW;
 	END IF;
-
-	-- UPDATE (FenceUpdate).  Any call of the trigger forgets a pending move.
 	IF pg_catalog.current_setting('dlock_sql.fence_move', true) OPERATOR(pg_catalog.<>) '' THEN
 		PERFORM pg_catalog.set_config('dlock_sql.fence_move', '', true);
 	END IF;
 	IF lock OPERATOR(pg_catalog.<>) old_lock COLLATE pg_catalog."C" THEN
-		u := @extschema@.dlock_sql_fence_move_lock(lock, old_lock, tok, old_tok, TG_TABLE_NAME, tokcol);
-		w := u.w;
-		ow := u.ow;
-		fill := u.fill;
+		SELECT m.w, m.ow, m.fill INTO w, ow, fill
+		  FROM @extschema@.dlock_sql_fence_move_lock(lock, old_lock, tok, old_tok, TG_TABLE_NAME, tokcol) AS m;
 	ELSIF tok IS NOT NULL AND (old_tok IS NULL OR tok OPERATOR(pg_catalog.<>) old_tok) THEN
 		w := tok;
 		PERFORM @extschema@.dlock_sql_fence_check(lock, w, old_tok, true);
