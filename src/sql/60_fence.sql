@@ -1,0 +1,469 @@
+-- Copyright (c) 2026, the dlock developers
+--
+-- 60_fence.sql: the SQL edition's dlock_fence() trigger (issue 26).
+--
+-- The C edition's trigger (src/fence.c, docs/fencing.md) in PL/pgSQL, with
+-- the same arguments, trigger shapes, rules, SQLSTATEs and messages:
+--
+--   BEFORE INSERT OR UPDATE OR DELETE ... FOR EACH ROW
+--     EXECUTE FUNCTION dlock_fence(lock, token_column [, 'name' | 'column'])
+--   BEFORE TRUNCATE ... FOR EACH STATEMENT EXECUTE FUNCTION dlock_fence(lock)
+--
+-- The writer's token is the new row's when the statement changes it (an
+-- INSERT, or an UPDATE whose new token differs from the old one), else the
+-- token the transaction declared for the row's lock with dlock_assert
+-- (dlock_sql_declared); without either the write is refused (LK001).  A
+-- token written back unchanged proves nothing, and neither does a MERGE's
+-- list of updated columns (the union of its branches): only values are
+-- compared.  The writer's token must hold the lease now
+-- (dlock_sql_protect, which takes the check protection, a FOR SHARE lock on
+-- the lease row kept to the end of the (sub)transaction) and must not be
+-- below the row's old token of the same lock.
+--
+-- Who runs what.  dlock_fence is SECURITY INVOKER: it runs as the writer,
+-- so that nothing of the writer's (a domain's CHECK on the token column,
+-- evaluated when the trigger fills a token in) ever runs as the extension's
+-- owner, who is the bootstrap superuser in the trusted extension.  It reads
+-- only the catalogs and the row.  The lease is read by two SECURITY DEFINER
+-- functions executable by PUBLIC: s4's dlock_sql_protect (dlock_check's
+-- semantics) and dlock_sql_fence_stale below (the LK001 detail).  Both vouch
+-- for a token as the session's role (SET ROLE's, else the session user),
+-- never as the current user: this differs from the C edition, which vouches
+-- for a carried token as the current user and for a declared one as the
+-- role that declared it (docs/editions.md).  The SQL edition therefore
+-- needs no special case for referential actions: a cascade runs as the
+-- referencing table's owner, but the session's role is still the one that
+-- changed the referenced row.
+--
+-- Settings a role can set itself (a declaration, the pending partition move
+-- below) are never trusted: every writer's token is checked again by
+-- dlock_sql_protect, so a forged value can only make the fence refuse.
+--
+-- Partition moves.  An UPDATE that moves a row to another partition fires
+-- BEFORE UPDATE on the source partition, then BEFORE DELETE (no NEW row)
+-- there, then BEFORE INSERT on the target.  The UPDATE is checked in full
+-- and leaves the move behind in the transaction-local setting
+-- dlock_sql.fence_move; the DELETE of that row, then the INSERT of a row of
+-- the new lock and token into a partition of the same tree, pass for the
+-- writer the UPDATE checked (checked again).  Any other call of the trigger
+-- in between forgets the move.  PL/pgSQL sees neither the row's TID nor the
+-- command id: the move is the statement's (statement_timestamp() and
+-- pg_trigger_depth()), the current user's, and the row is recognised by
+-- its contents (md5 of its text form).
+
+-- Raise LK001 for a token that does not hold the lease, saying why: the C
+-- edition's FenceReject.  SECURITY DEFINER to read the lease tables.
+CREATE FUNCTION @extschema@.dlock_sql_fence_stale(name pg_catalog.text, token pg_catalog.int8)
+RETURNS pg_catalog.void
+LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $dlock$
+DECLARE
+	lease_token pg_catalog.int8;
+	released pg_catalog.bool;
+	detail pg_catalog.text;
+BEGIN
+	SELECT l.token, l.released_at IS NOT NULL INTO lease_token, released
+	  FROM @extschema@.dlock_lease AS l
+	 WHERE l.name OPERATOR(pg_catalog.=) $1;
+	detail := CASE
+		WHEN lease_token IS NULL THEN 'The lock has never been acquired.'
+		WHEN lease_token OPERATOR(pg_catalog.>) $2 THEN 'The lock has since been acquired with a newer token.'
+		WHEN lease_token OPERATOR(pg_catalog.<) $2 THEN 'This token was never issued for this lock.'
+		WHEN released THEN 'The lease was released.'
+		ELSE 'The lease expired.' END;
+	RAISE EXCEPTION 'stale fencing token % for lock "%"', $2, $1
+		USING ERRCODE = 'LK001', DETAIL = detail;
+END
+$dlock$;
+COMMENT ON FUNCTION @extschema@.dlock_sql_fence_stale(pg_catalog.text, pg_catalog.int8) IS
+	'internal (dlock_fence): raise SQLSTATE LK001 for a token that does not hold the lease of name, with the reason as the detail';
+REVOKE ALL ON FUNCTION @extschema@.dlock_sql_fence_stale(pg_catalog.text, pg_catalog.int8) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION @extschema@.dlock_sql_fence_stale(pg_catalog.text, pg_catalog.int8) TO PUBLIC;
+
+-- The trigger's configuration, checked on every call (the C edition's
+-- FenceCheckFiring, FenceConfigure, FenceColumn): how it fires, its
+-- arguments, its columns.  Returns the lock name column ('' for a constant
+-- lock name), whether the table is a partition, and whether a dlock_fence
+-- trigger fences DELETE on it (a partition move's DELETE comes next).
+CREATE FUNCTION @extschema@.dlock_sql_fence_config(relid pg_catalog.oid, tgname pg_catalog.name,
+	tgwhen pg_catalog.text, tglevel pg_catalog.text, tgop pg_catalog.text, args pg_catalog.text[],
+	OUT lock_column pg_catalog.text, OUT is_partition pg_catalog.bool, OUT fences_delete pg_catalog.bool)
+LANGUAGE plpgsql STABLE PARALLEL UNSAFE SECURITY INVOKER
+AS $dlock$
+DECLARE
+	is_truncate CONSTANT pg_catalog.bool := tgop OPERATOR(pg_catalog.=) 'TRUNCATE';
+	nargs CONSTANT pg_catalog.int4 := COALESCE(pg_catalog.cardinality(args), 0);
+	c record;
+BEGIN
+	-- TG_ARGV counts from 0; a slice counts from 1.
+	args := args[pg_catalog.array_lower(args, 1):pg_catalog.array_upper(args, 1)];
+	IF tgwhen OPERATOR(pg_catalog.<>) 'BEFORE'
+	   OR tglevel OPERATOR(pg_catalog.<>) (CASE WHEN is_truncate THEN 'STATEMENT' ELSE 'ROW' END) THEN
+		RAISE EXCEPTION 'function "dlock_fence" must be fired BEFORE INSERT OR UPDATE OR DELETE FOR EACH ROW, or BEFORE TRUNCATE FOR EACH STATEMENT'
+			USING ERRCODE = '39P01';
+	END IF;
+	SELECT pg_catalog.cardinality(t.tgattr::pg_catalog.int2[]) OPERATOR(pg_catalog.>) 0 AS cols,
+		   t.tgqual IS NOT NULL AS qual, r.relname, r.relispartition,
+		   EXISTS (SELECT FROM pg_catalog.pg_trigger AS d
+					WHERE d.tgrelid OPERATOR(pg_catalog.=) $1 AND d.tgfoid OPERATOR(pg_catalog.=) t.tgfoid
+					  AND d.tgenabled OPERATOR(pg_catalog.<>) 'D'
+					  AND (d.tgtype::pg_catalog.int4 OPERATOR(pg_catalog.&) 75) OPERATOR(pg_catalog.=) 11) AS del
+	  INTO c
+	  FROM pg_catalog.pg_trigger AS t
+	  JOIN pg_catalog.pg_class AS r ON r.oid OPERATOR(pg_catalog.=) t.tgrelid
+	 WHERE t.tgrelid OPERATOR(pg_catalog.=) $1 AND t.tgname OPERATOR(pg_catalog.=) $2;
+	IF c.cols THEN
+		RAISE EXCEPTION 'trigger "%" on relation "%" has a column list, which function "dlock_fence" does not allow', $2, c.relname
+			USING ERRCODE = '39P01',
+				  DETAIL = 'An UPDATE that sets none of the listed columns would not be fenced.',
+				  HINT = 'Re-create the trigger BEFORE INSERT OR UPDATE OR DELETE, without OF.';
+	END IF;
+	IF c.qual THEN
+		RAISE EXCEPTION 'trigger "%" on relation "%" has a WHEN condition, which function "dlock_fence" does not allow', $2, c.relname
+			USING ERRCODE = '39P01',
+				  DETAIL = 'A write for which the condition is not true would not be fenced.',
+				  HINT = 'Re-create the trigger without WHEN.';
+	END IF;
+	IF nargs OPERATOR(pg_catalog.<) (CASE WHEN is_truncate THEN 1 ELSE 2 END) OR nargs OPERATOR(pg_catalog.>) 3 THEN
+		RAISE EXCEPTION 'trigger "%" on relation "%" passes % argument% to dlock_fence(), but it takes 2 or 3',
+			$2, c.relname, nargs, CASE WHEN nargs OPERATOR(pg_catalog.=) 1 THEN '' ELSE 's' END
+			USING ERRCODE = '22023',
+				  HINT = 'Use dlock_fence(''lock name'', ''token column'') or dlock_fence(''lock name column'', ''token column'', ''column'').';
+	END IF;
+	IF nargs OPERATOR(pg_catalog.=) 3 AND args[3] OPERATOR(pg_catalog.<>) ALL ('{column,name}') THEN
+		RAISE EXCEPTION 'third argument of dlock_fence() in trigger "%" must be "name" or "column", not "%"', $2, args[3]
+			USING ERRCODE = '22023';
+	END IF;
+	lock_column := CASE WHEN nargs OPERATOR(pg_catalog.=) 3 AND args[3] OPERATOR(pg_catalog.=) 'column' THEN args[1] ELSE '' END;
+	IF is_truncate AND lock_column OPERATOR(pg_catalog.<>) '' THEN
+		RAISE EXCEPTION 'trigger "%" on relation "%" fires on TRUNCATE, which needs a constant lock name', $2, c.relname
+			USING ERRCODE = '22023', HINT = 'Use dlock_fence(''lock name'') for a BEFORE TRUNCATE trigger.';
+	END IF;
+	IF NOT is_truncate THEN
+		PERFORM @extschema@.dlock_sql_fence_column($1, c.relname, args[2], true);
+	END IF;
+	IF lock_column OPERATOR(pg_catalog.<>) '' THEN
+		PERFORM @extschema@.dlock_sql_fence_column($1, c.relname, lock_column, false);
+	ELSE
+		PERFORM @extschema@.dlock_sql_fence_name(args[1]);
+	END IF;
+	is_partition := c.relispartition;
+	fences_delete := c.del;
+END
+$dlock$;
+COMMENT ON FUNCTION @extschema@.dlock_sql_fence_config(pg_catalog.oid, pg_catalog.name, pg_catalog.text, pg_catalog.text, pg_catalog.text, pg_catalog.text[]) IS
+	'internal (dlock_fence): check how a dlock_fence trigger fires and what its arguments name, as the C edition does';
+
+-- A column named in the trigger's arguments (FenceColumn): the token column
+-- must hold every bigint (bigint or a domain over it, at any depth), the
+-- lock name column must be text or varchar.
+CREATE FUNCTION @extschema@.dlock_sql_fence_column(relid pg_catalog.oid, relname pg_catalog.name,
+	colname pg_catalog.text, is_token pg_catalog.bool)
+RETURNS void
+LANGUAGE plpgsql STABLE PARALLEL UNSAFE SECURITY INVOKER
+AS $dlock$
+DECLARE
+	atttype pg_catalog.oid;
+	base pg_catalog.oid;
+BEGIN
+	SELECT a.atttypid INTO atttype FROM pg_catalog.pg_attribute AS a
+	 WHERE a.attrelid OPERATOR(pg_catalog.=) $1 AND a.attname OPERATOR(pg_catalog.=) $3
+	   AND a.attnum OPERATOR(pg_catalog.>) 0 AND NOT a.attisdropped;
+	IF atttype IS NULL THEN
+		RAISE EXCEPTION 'column "%" of relation "%" does not exist', $3, $2
+			USING ERRCODE = '42703',
+				  DETAIL = CASE WHEN is_token THEN 'Trigger function dlock_fence() names it as the token column.'
+								ELSE 'Trigger function dlock_fence() names it as the lock name column.' END;
+	END IF;
+	IF NOT is_token THEN
+		IF atttype OPERATOR(pg_catalog.<>) ALL ('{pg_catalog.text,pg_catalog.varchar}'::pg_catalog.regtype[]) THEN
+			RAISE EXCEPTION 'column "%" of relation "%" has type %, but the lock name column must be of type text',
+				$3, $2, pg_catalog.format_type(atttype, NULL)
+				USING ERRCODE = '42804';
+		END IF;
+		RETURN;
+	END IF;
+	base := atttype;
+	WHILE (SELECT ty.typtype FROM pg_catalog.pg_type AS ty WHERE ty.oid OPERATOR(pg_catalog.=) base) OPERATOR(pg_catalog.=) 'd' LOOP
+		SELECT ty.typbasetype INTO base FROM pg_catalog.pg_type AS ty WHERE ty.oid OPERATOR(pg_catalog.=) base;
+	END LOOP;
+	IF base OPERATOR(pg_catalog.<>) 'pg_catalog.int8'::pg_catalog.regtype THEN
+		RAISE EXCEPTION 'column "%" of relation "%" has type %, but the token column must be of type bigint',
+			$3, $2, pg_catalog.format_type(atttype, NULL)
+			USING ERRCODE = '42804',
+				  HINT = pg_catalog.format('Change column "%s" to type bigint, or to a domain over bigint: tokens do not fit in a narrower type.', $3);
+	END IF;
+END
+$dlock$;
+COMMENT ON FUNCTION @extschema@.dlock_sql_fence_column(pg_catalog.oid, pg_catalog.name, pg_catalog.text, pg_catalog.bool) IS
+	'internal (dlock_fence): check the token column (bigint or a domain over it) or the lock name column (text or varchar) a dlock_fence trigger names';
+
+-- A lock name: not NULL (22004), not empty, at most 255 bytes (22023).
+CREATE FUNCTION @extschema@.dlock_sql_fence_name(lock pg_catalog.text, relname pg_catalog.name DEFAULT NULL,
+	colname pg_catalog.text DEFAULT NULL)
+RETURNS pg_catalog.text
+LANGUAGE plpgsql IMMUTABLE PARALLEL UNSAFE SECURITY INVOKER
+AS $dlock$
+BEGIN
+	IF lock IS NULL THEN
+		RAISE EXCEPTION 'lock name must not be null'
+			USING ERRCODE = '22004', DETAIL = pg_catalog.format('Column "%s" of relation "%s" is null.', colname, relname);
+	END IF;
+	IF lock OPERATOR(pg_catalog.=) '' THEN
+		RAISE EXCEPTION 'lock name must not be empty' USING ERRCODE = '22023';
+	END IF;
+	IF pg_catalog.octet_length(lock) OPERATOR(pg_catalog.>) 255 THEN
+		RAISE EXCEPTION 'lock name is too long'
+			USING ERRCODE = '22023',
+				  DETAIL = pg_catalog.format('A lock name has at most %s bytes; this one has %s.', 255, pg_catalog.octet_length(lock));
+	END IF;
+	RETURN lock;
+END
+$dlock$;
+COMMENT ON FUNCTION @extschema@.dlock_sql_fence_name(pg_catalog.text, pg_catalog.name, pg_catalog.text) IS
+	'internal (dlock_fence): check a lock name as every dlock function does';
+
+-- The writer's token for a write that carries none (FenceDeclared and
+-- FenceRejectUndeclared): the token this transaction declared for lock, or
+-- LK001 saying why the write needs one.
+CREATE FUNCTION @extschema@.dlock_sql_fence_declared(lock pg_catalog.text, relname pg_catalog.name,
+	token_column pg_catalog.text, need pg_catalog.text)
+RETURNS pg_catalog.int8
+LANGUAGE plpgsql STABLE PARALLEL UNSAFE SECURITY INVOKER
+AS $dlock$
+DECLARE
+	declared CONSTANT pg_catalog.int8 := @extschema@.dlock_sql_declared(lock);
+BEGIN
+	IF declared IS NOT NULL THEN
+		RETURN declared;
+	END IF;
+	RAISE EXCEPTION 'write to relation "%" has no fencing token for lock "%"', relname, lock
+		USING ERRCODE = 'LK001',
+			  DETAIL = CASE need
+				  WHEN 'null' THEN pg_catalog.format('Column "%s" is null, and this transaction has declared no token for the lock.', token_column)
+				  WHEN 'unchanged' THEN pg_catalog.format('The UPDATE leaves column "%s" unchanged, and this transaction has declared no token for the lock.', token_column)
+				  WHEN 'old lock' THEN 'The UPDATE moves the row off this lock, and this transaction has declared no token for it.'
+				  WHEN 'delete' THEN 'A DELETE carries no token, and this transaction has declared no token for the lock.'
+				  ELSE 'A TRUNCATE carries no token, and this transaction has declared no token for the lock.' END,
+			  HINT = 'Call dlock_assert(lock, token) earlier in the transaction to declare the token it writes with.';
+END
+$dlock$;
+COMMENT ON FUNCTION @extschema@.dlock_sql_fence_declared(pg_catalog.text, pg_catalog.name, pg_catalog.text, pg_catalog.text) IS
+	'internal (dlock_fence): the token this transaction declared for lock, or SQLSTATE LK001 naming what the write lacks';
+
+-- The holder role of name's lease while token holds it, else NULL: for
+-- dlock_sql_fence_check, which vouches for a carried token as the current
+-- user too.  Only who presents the current token learns the holder role.
+CREATE FUNCTION @extschema@.dlock_sql_fence_holder(name pg_catalog.text, token pg_catalog.int8)
+RETURNS pg_catalog.oid
+LANGUAGE sql STABLE PARALLEL UNSAFE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $dlock$
+	SELECT l.role_oid FROM @extschema@.dlock_lease AS l
+	 WHERE l.name OPERATOR(pg_catalog.=) $1 AND l.token OPERATOR(pg_catalog.=) $2;
+$dlock$;
+COMMENT ON FUNCTION @extschema@.dlock_sql_fence_holder(pg_catalog.text, pg_catalog.int8) IS
+	'internal (dlock_fence): the holder role of the lease of name if token is its token, else NULL';
+REVOKE ALL ON FUNCTION @extschema@.dlock_sql_fence_holder(pg_catalog.text, pg_catalog.int8) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION @extschema@.dlock_sql_fence_holder(pg_catalog.text, pg_catalog.int8) TO PUBLIC;
+
+-- The writer's token must not be below row_token (the row's old token of
+-- the same lock) and must hold the lease, vouched for by the session's role
+-- (dlock_sql_protect, which takes the check protection).  A token the row
+-- carries (carried) is vouched for by the current user as well, as in the
+-- C edition: a SECURITY DEFINER function owned by another role, or a
+-- referential action (run as the referencing table's owner), cannot write
+-- the holder's token into a row with the caller's protection.
+CREATE FUNCTION @extschema@.dlock_sql_fence_check(lock pg_catalog.text, writer pg_catalog.int8,
+	row_token pg_catalog.int8, carried pg_catalog.bool)
+RETURNS void
+LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE SECURITY INVOKER
+AS $dlock$
+DECLARE
+	holder pg_catalog.oid;
+	session_role pg_catalog.text;
+BEGIN
+	IF writer OPERATOR(pg_catalog.<) row_token THEN
+		RAISE EXCEPTION 'stale fencing token % for lock "%"', writer, lock
+			USING ERRCODE = 'LK001', DETAIL = pg_catalog.format('The row was written with the newer token %s.', row_token);
+	END IF;
+	IF NOT @extschema@.dlock_sql_protect(lock, writer) THEN
+		PERFORM @extschema@.dlock_sql_fence_stale(lock, writer);
+	END IF;
+	IF carried THEN
+		session_role := pg_catalog.current_setting('role');
+		IF session_role OPERATOR(pg_catalog.=) 'none' THEN
+			session_role := SESSION_USER;
+		END IF;
+	END IF;
+	IF carried AND CURRENT_USER::pg_catalog.text OPERATOR(pg_catalog.<>) session_role THEN
+		holder := @extschema@.dlock_sql_fence_holder(lock, writer);
+		IF NOT pg_catalog.pg_has_role(CURRENT_USER, holder, 'MEMBER') THEN
+			RAISE EXCEPTION 'permission denied to check lock "%"', lock
+				USING ERRCODE = '42501',
+					  DETAIL = pg_catalog.format('The lease is held by role "%s"; only that role and its members may vouch for its token.',
+											   pg_catalog.pg_get_userbyid(holder));
+		END IF;
+	END IF;
+END
+$dlock$;
+COMMENT ON FUNCTION @extschema@.dlock_sql_fence_check(pg_catalog.text, pg_catalog.int8, pg_catalog.int8, pg_catalog.bool) IS
+	'internal (dlock_fence): SQLSTATE LK001 unless writer is not below row_token and holds the lease of lock (taking the check protection); 42501 unless the session''s role, and for a carried token the current user, may vouch for it';
+
+-- The pending partition move (see above) as a text array: stage ('delete'
+-- or 'insert'), statement_timestamp, trigger depth, current user, source
+-- partition, md5 of the old row, old lock, new lock, new token, old lock's
+-- writer, new lock's writer.  NULL if none is pending for this statement.
+CREATE FUNCTION @extschema@.dlock_sql_fence_move(stage pg_catalog.text)
+RETURNS pg_catalog.text[]
+LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE SECURITY INVOKER
+AS $dlock$
+DECLARE
+	move pg_catalog.text[] := pg_catalog.string_to_array(
+		pg_catalog.current_setting('dlock_sql.fence_move', true), pg_catalog.chr(1));
+BEGIN
+	IF move IS NULL OR pg_catalog.cardinality(move) OPERATOR(pg_catalog.<>) 11 THEN
+		RETURN NULL;
+	END IF;
+	-- Any call of the trigger forgets it.
+	PERFORM pg_catalog.set_config('dlock_sql.fence_move', '', true);
+	IF move[1] OPERATOR(pg_catalog.=) stage
+	   AND move[2] OPERATOR(pg_catalog.=) pg_catalog.statement_timestamp()::pg_catalog.text
+	   AND move[3] OPERATOR(pg_catalog.=) pg_catalog.pg_trigger_depth()::pg_catalog.text
+	   AND move[4] OPERATOR(pg_catalog.=) CURRENT_USER::pg_catalog.text THEN
+		RETURN move;
+	END IF;
+	RETURN NULL;
+END
+$dlock$;
+COMMENT ON FUNCTION @extschema@.dlock_sql_fence_move(pg_catalog.text) IS
+	'internal (dlock_fence): the partition move pending at stage for this statement and user, if any; forgets any pending move';
+
+-- An UPDATE (FenceUpdate): the new row's lock against the new token if the
+-- statement changes it, else against the declared one; a changed lock name
+-- also against the token declared for the old lock (tokens compared per
+-- lock).  w is the new lock's writer, ow the old lock's; fill: write w
+-- into the new row's token column (a NULL token, or a move that leaves
+-- the token alone, whose old token belongs to the old lock).
+CREATE FUNCTION @extschema@.dlock_sql_fence_update(lock pg_catalog.text, old_lock pg_catalog.text,
+	tok pg_catalog.int8, old_tok pg_catalog.int8, relname pg_catalog.name, token_column pg_catalog.text,
+	OUT w pg_catalog.int8, OUT ow pg_catalog.int8, OUT fill pg_catalog.bool)
+LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE SECURITY INVOKER
+AS $dlock$
+DECLARE
+	carried CONSTANT pg_catalog.bool := tok IS NOT NULL AND (old_tok IS NULL OR tok OPERATOR(pg_catalog.<>) old_tok);
+	moved CONSTANT pg_catalog.bool := lock OPERATOR(pg_catalog.<>) old_lock COLLATE "C";
+BEGIN
+	IF carried THEN
+		w := tok;
+	ELSE
+		w := @extschema@.dlock_sql_fence_declared(lock, relname, token_column,
+												   CASE WHEN tok IS NULL THEN 'null' ELSE 'unchanged' END);
+	END IF;
+	fill := tok IS NULL OR (moved AND w OPERATOR(pg_catalog.<>) tok);
+	IF NOT moved THEN
+		PERFORM @extschema@.dlock_sql_fence_check(lock, w, old_tok, carried);
+		ow := w;
+	ELSE
+		PERFORM @extschema@.dlock_sql_fence_check(lock, w, NULL, carried);
+		ow := @extschema@.dlock_sql_fence_declared(old_lock, relname, token_column, 'old lock');
+		PERFORM @extschema@.dlock_sql_fence_check(old_lock, ow, old_tok, false);
+	END IF;
+END
+$dlock$;
+COMMENT ON FUNCTION @extschema@.dlock_sql_fence_update(pg_catalog.text, pg_catalog.text, pg_catalog.int8, pg_catalog.int8, pg_catalog.name, pg_catalog.text) IS
+	'internal (dlock_fence): check the writers of an UPDATE of a fenced row, per lock';
+
+-- dlock_fence(lock, token_column [, kind]): the fencing trigger.  lock is
+-- the lock name, or with kind 'column' the name of a text column that
+-- holds each row's lock name.
+CREATE FUNCTION @extschema@.dlock_fence()
+RETURNS trigger
+LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE SECURITY INVOKER
+AS $dlock$
+DECLARE
+	cfg record;
+	tokcol CONSTANT pg_catalog.text := TG_ARGV[1];
+	j pg_catalog.jsonb;
+	oj pg_catalog.jsonb;
+	lock pg_catalog.text;
+	old_lock pg_catalog.text;
+	tok pg_catalog.int8;
+	old_tok pg_catalog.int8;
+	u record;
+	move pg_catalog.text[];
+BEGIN
+	cfg := @extschema@.dlock_sql_fence_config(TG_RELID, TG_NAME, TG_WHEN, TG_LEVEL, TG_OP, TG_ARGV);
+	IF TG_OP OPERATOR(pg_catalog.=) 'TRUNCATE' THEN
+		PERFORM @extschema@.dlock_sql_fence_move('');
+		PERFORM @extschema@.dlock_sql_fence_check(TG_ARGV[0],
+			@extschema@.dlock_sql_fence_declared(TG_ARGV[0], TG_TABLE_NAME, tokcol, 'truncate'), NULL, false);
+		RETURN NULL;
+	END IF;
+	IF TG_OP OPERATOR(pg_catalog.<>) 'INSERT' THEN
+		oj := pg_catalog.to_jsonb(OLD);
+		old_lock := CASE WHEN cfg.lock_column OPERATOR(pg_catalog.=) '' THEN TG_ARGV[0]
+			ELSE @extschema@.dlock_sql_fence_name(oj OPERATOR(pg_catalog.->>) cfg.lock_column, TG_TABLE_NAME, cfg.lock_column) END;
+		old_tok := (oj OPERATOR(pg_catalog.->>) tokcol)::pg_catalog.int8;
+	END IF;
+	IF TG_OP OPERATOR(pg_catalog.<>) 'DELETE' THEN
+		j := pg_catalog.to_jsonb(NEW);
+		lock := CASE WHEN cfg.lock_column OPERATOR(pg_catalog.=) '' THEN TG_ARGV[0]
+			ELSE @extschema@.dlock_sql_fence_name(j OPERATOR(pg_catalog.->>) cfg.lock_column, TG_TABLE_NAME, cfg.lock_column) END;
+		tok := (j OPERATOR(pg_catalog.->>) tokcol)::pg_catalog.int8;
+	END IF;
+
+	IF TG_OP OPERATOR(pg_catalog.=) 'INSERT' THEN
+		-- The row's token, or for a NULL one the declared token (filled
+		-- in), or for the INSERT half of a partition move its UPDATE's.
+		move := @extschema@.dlock_sql_fence_move('insert');
+		IF move IS NOT NULL AND tok IS NOT NULL AND cfg.is_partition
+		   AND tok::pg_catalog.text OPERATOR(pg_catalog.=) move[9] AND lock OPERATOR(pg_catalog.=) move[8] COLLATE "C"
+		   AND pg_catalog.pg_partition_root(TG_RELID) OPERATOR(pg_catalog.=) pg_catalog.pg_partition_root(move[5]::pg_catalog.oid) THEN
+			PERFORM @extschema@.dlock_sql_fence_check(lock, move[11]::pg_catalog.int8, NULL, false);
+		ELSIF tok IS NULL THEN
+			tok := @extschema@.dlock_sql_fence_declared(lock, TG_TABLE_NAME, tokcol, 'null');
+			NEW := pg_catalog.jsonb_populate_record(NEW, pg_catalog.jsonb_build_object(tokcol, tok));
+			PERFORM @extschema@.dlock_sql_fence_check(lock, tok, NULL, false);
+		ELSE
+			PERFORM @extschema@.dlock_sql_fence_check(lock, tok, NULL, true);
+		END IF;
+		RETURN NEW;
+	END IF;
+
+	IF TG_OP OPERATOR(pg_catalog.=) 'DELETE' THEN
+		-- The declared token, or for the DELETE half of a partition move
+		-- the token its UPDATE checked for the old lock.
+		move := @extschema@.dlock_sql_fence_move('delete');
+		IF move IS NOT NULL AND move[5] OPERATOR(pg_catalog.=) TG_RELID::pg_catalog.text
+		   AND move[6] OPERATOR(pg_catalog.=) pg_catalog.md5(oj::pg_catalog.text) AND old_lock OPERATOR(pg_catalog.=) move[7] COLLATE "C" THEN
+			move[1] := 'insert';
+			PERFORM pg_catalog.set_config('dlock_sql.fence_move', pg_catalog.array_to_string(move, pg_catalog.chr(1)), true);
+			PERFORM @extschema@.dlock_sql_fence_check(old_lock, move[10]::pg_catalog.int8, old_tok, false);
+		ELSE
+			PERFORM @extschema@.dlock_sql_fence_check(old_lock,
+				@extschema@.dlock_sql_fence_declared(old_lock, TG_TABLE_NAME, tokcol, 'delete'), old_tok, false);
+		END IF;
+		RETURN OLD;
+	END IF;
+
+	PERFORM @extschema@.dlock_sql_fence_move('');
+	u := @extschema@.dlock_sql_fence_update(lock, old_lock, tok, old_tok, TG_TABLE_NAME, tokcol);
+	IF u.fill THEN
+		NEW := pg_catalog.jsonb_populate_record(NEW, pg_catalog.jsonb_build_object(tokcol, u.w));
+		tok := u.w;
+	END IF;
+	IF cfg.is_partition THEN
+		-- Without a fenced DELETE (no BEFORE DELETE trigger) the INSERT comes next.
+		PERFORM pg_catalog.set_config('dlock_sql.fence_move', pg_catalog.array_to_string(ARRAY[
+			CASE WHEN cfg.fences_delete THEN 'delete' ELSE 'insert' END,
+			pg_catalog.statement_timestamp()::pg_catalog.text, pg_catalog.pg_trigger_depth()::pg_catalog.text,
+			CURRENT_USER::pg_catalog.text, TG_RELID::pg_catalog.text, pg_catalog.md5(oj::pg_catalog.text),
+			old_lock, lock, tok::pg_catalog.text, u.ow::pg_catalog.text, u.w::pg_catalog.text], pg_catalog.chr(1)), true);
+	END IF;
+	RETURN NEW;
+END
+$dlock$;
+COMMENT ON FUNCTION @extschema@.dlock_fence() IS
+	'fencing trigger: BEFORE INSERT OR UPDATE OR DELETE FOR EACH ROW EXECUTE FUNCTION dlock_fence(lock, token_column [, ''column'']), and BEFORE TRUNCATE FOR EACH STATEMENT EXECUTE FUNCTION dlock_fence(lock); a write that does not carry a new token needs the token declared by dlock_assert; stale writers get SQLSTATE LK001';
