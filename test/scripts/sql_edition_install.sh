@@ -104,6 +104,14 @@ for f in "$pkglibdir"/*.so; do
 done
 cp -a "$sharedir" "$ishare"
 rm -f "$ishare"/extension/dlock.control "$ishare"/extension/dlock--*.sql
+# The same script as a trusted extension with superuser = true (dlock_sql
+# has superuser = false, so its script runs as the installing role): then
+# PostgreSQL runs it as the bootstrap superuser, which owns its objects,
+# and its SECURITY DEFINER functions run as a superuser.  Section 3 tries
+# to escalate through that copy.
+sed -e 's/^superuser = false$/superuser = true/' "$ishare/extension/dlock_sql.control" \
+	>"$ishare/extension/dlock_sql_superuser.control"
+cp "$ishare/extension/dlock_sql--$version.sql" "$ishare/extension/dlock_sql_superuser--$version.sql"
 if [ ! -e "$ilib/dlock.so" ] && [ ! -e "$ishare/extension/dlock.control" ] &&
 	[ -e "$ishare/extension/dlock_sql.control" ] && [ -x "$ibin/postgres" ]; then
 	ok "a copy of the installation without dlock's library and control file, with dlock_sql's files"
@@ -236,19 +244,21 @@ else
 fi
 
 # --- 3. escalation through the trusted extension -----------------------------
-# The admin role prepares traps in app3 (before and after the install),
-# then calls every function of the extension; a positive control (an
-# unpinned SECURITY DEFINER function of the superuser's) shows that the
-# traps do catch an escalation.
+# dlock_sql_superuser (the same script, superuser = true): its objects
+# belong to the bootstrap superuser.  The admin role prepares traps in app3
+# (before and after the install), then calls every function of the
+# extension; a positive control (an unpinned SECURITY DEFINER function of
+# the superuser's) shows that the traps do catch an escalation.
 esc=$here/sql_edition_escalate.sql
 "$ibin/psql" -X -q -U admin -d app3 -v ON_ERROR_STOP=1 -v phase=before -f "$esc" >"$work/esc-before.log" 2>&1 ||
 	not_ok "the traps before the install" "$(tail -n 20 "$work/esc-before.log")"
 esc_schema='odd sch;-é'
 if out=$("$ibin/psql" -X -q -U admin -d app3 -v ON_ERROR_STOP=1 \
-	-c "SET search_path = public, pg_catalog" -c "CREATE EXTENSION dlock_sql SCHEMA \"$esc_schema\"" 2>&1); then
-	ok "CREATE EXTENSION dlock_sql into a schema the admin role filled with traps"
+	-c "SET search_path = public, pg_catalog" -c "CREATE EXTENSION dlock_sql_superuser SCHEMA \"$esc_schema\"" 2>&1) &&
+	[ "$(su_sql "SELECT p.proowner::regrole FROM pg_proc p WHERE p.proname = 'dlock_acquire'" app3)" = "$PGUSER" ]; then
+	ok "CREATE EXTENSION dlock_sql_superuser, by the admin role, into a schema it filled with traps: the bootstrap superuser owns the functions"
 else
-	not_ok "CREATE EXTENSION dlock_sql into a schema the admin role filled with traps" "$out"
+	not_ok "CREATE EXTENSION dlock_sql_superuser, by the admin role, into a schema it filled with traps: the bootstrap superuser owns the functions" "$out"
 fi
 "$ibin/psql" -X -q -U admin -d app3 -v ON_ERROR_STOP=1 -v phase=after -v target="$esc_schema" -f "$esc" \
 	>"$work/esc-after.log" 2>&1 || not_ok "the escalation attempts ran" "$(tail -n 20 "$work/esc-after.log")"
@@ -256,7 +266,7 @@ escalated="SELECT coalesce(string_agg(DISTINCT fn || ' as ' || who, '; '), '') F
 	JOIN pg_roles r ON r.rolname = t.who WHERE r.rolsuper"
 called=$(su_sql "SELECT count(*) FROM public.esc_calls" app3)
 definers=$(su_sql "SELECT count(*) FROM pg_proc p JOIN pg_depend d ON d.objid = p.oid AND d.deptype = 'e'
-	JOIN pg_extension e ON e.oid = d.refobjid AND e.extname = 'dlock_sql' WHERE p.prosecdef" app3)
+	JOIN pg_extension e ON e.oid = d.refobjid AND e.extname = 'dlock_sql_superuser' WHERE p.prosecdef" app3)
 got=$(su_sql "$escalated" app3)
 super=$(su_sql "SELECT rolsuper FROM pg_roles WHERE rolname = 'admin'")
 if [ "$called" -gt 0 ] && [ -z "$got" ] && [ "$super" = f ]; then
