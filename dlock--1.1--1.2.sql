@@ -820,7 +820,7 @@ BEGIN
 	IF existing OPERATOR(pg_catalog.>) 0 AND (NOT replace OR held OPERATOR(pg_catalog.>) 0) THEN
 		RAISE EXCEPTION 'cannot import dlock leases into a database that has leases'
 			USING ERRCODE = '55000',
-				  DETAIL = pg_catalog.format('Table dlock_lease has %s rows, %s of them held.', existing, held),
+				  DETAIL = pg_catalog.format('Lease rows: %s, held now: %s.', existing, held),
 				  HINT = CASE WHEN held OPERATOR(pg_catalog.>) 0
 							  THEN 'Release the held leases or let them expire first; dlock_import(state, replace => true) then replaces the rows.'
 							  ELSE 'Call dlock_import(state, replace => true) to replace them.' END;
