@@ -32,6 +32,20 @@ FROM_SCRIPT := $(patsubst $(EXTENSION)--%--$(VERSION).sql,$(EXTENSION)--%.sql,$(
 DATA = $(sort $(wildcard $(EXTENSION)--*.sql) $(FULL_SCRIPT))
 EXTRA_CLEAN = $(FULL_SCRIPT)
 
+# The SQL edition (issue 26, docs/editions.md): src/sql/generate.sh makes
+# its three forms from src/sql/NN_*.sql; "make install" installs the trusted
+# extension beside the C one, dist/ holds the psql script and the pg_tle
+# installer.
+SQL_EDITION_SOURCES := $(sort $(wildcard src/sql/[0-9][0-9]_*.sql))
+SQL_EDITION := dlock_sql.control dlock_sql--$(VERSION).sql \
+	dist/dlock_sql--$(VERSION).psql dist/dlock_sql-pgtle--$(VERSION).sql
+DATA_built := dlock_sql.control dlock_sql--$(VERSION).sql
+EXTRA_CLEAN += $(SQL_EDITION)
+.PHONY: sql-edition
+sql-edition: $(SQL_EDITION)
+$(SQL_EDITION) &: $(SQL_EDITION_SOURCES) src/sql/generate.sh $(EXTENSION).control
+	bash src/sql/generate.sh .
+
 REGRESS = $(patsubst sql/%.sql,%,$(sort $(wildcard sql/*.sql)))
 REGRESS_OPTS = --inputdir=.
 
@@ -77,7 +91,8 @@ TOP := $(patsubst %/,%,$(dir $(abspath $(lastword $(MAKEFILE_LIST)))))
 SHARED_PG ?= $(abspath $(TOP)/../shared/pg)
 PG_DIR ?= $(TOP)/tmp_pg
 LONG_SUITES = fence_stress pgbouncer million 003_crash_stream \
-	dlock_run python_client example_worker ha
+	dlock_run python_client example_worker ha \
+	dlock_run_sql python_client_sql example_worker_sql
 
 ifneq ($(filter $(DRIVER_GOALS),$(MAKECMDGOALS)),)
 
@@ -104,12 +119,13 @@ else
 PGXS := $(shell $(PG_CONFIG) --pgxs 2>/dev/null)
 ifeq ($(PGXS),)
 # No pg_config: "make clean" still works; anything else says what is missing.
-ifeq ($(filter-out clean,$(or $(MAKECMDGOALS),all)),)
+ifeq ($(filter-out clean sql-edition,$(or $(MAKECMDGOALS),all)),)
 .PHONY: clean
 clean:
 	rm -f $(OBJS) dlock.so dlock.bc $(OBJS:.o=.bc)
 	rm -rf results/ regression.diffs regression.out tmp_check/ tmp_check_iso/ log/ output_iso/
 	rm -f bin/*.o bin/dlock-run
+	rm -f $(SQL_EDITION)
 else
 $(error pg_config not found: install postgresql-server-dev-15, or set PG_CONFIG (make check installs what it needs))
 endif

@@ -641,6 +641,59 @@ CREATE TRIGGER dlock_lock_key_truncate
 ALTER TABLE @extschema@.dlock_lock_key ENABLE ALWAYS TRIGGER dlock_lock_key_truncate;
 COMMENT ON TRIGGER dlock_lock_key_truncate ON @extschema@.dlock_lock_key IS
 	'dlock: the lock key never changes, nor is it truncated (by logical replication either)';
+-- issue 26: which edition is installed, and at most one dlock per database
+--
+-- dlock_edition() tells clients which edition of dlock a database has
+-- ('c' here, 'sql' in the SQL edition) and where: they find dlock through
+-- it, never through pg_extension (the SQL edition's psql script makes no
+-- extension).  A database holds at most one dlock: two copies would keep
+-- two lease tables and two token counters for one lock name.  So CREATE
+-- EXTENSION dlock (and the update to 1.2) refuses, before it creates
+-- dlock_edition(), when the SQL edition is there, as an extension
+-- (dlock_sql, pg_tle's included) or as a script (a dlock_edition() function
+-- in any schema that is not this extension's).  src/sql/00_guard.sql makes
+-- the same check in the SQL edition.  It only reads catalogs.
+DO $dlock$
+DECLARE
+	found text;
+BEGIN
+	SELECT pg_catalog.string_agg(x.what, '; ' ORDER BY x.what) INTO found
+	  FROM (SELECT pg_catalog.format('extension "%s" %s (the SQL edition) is installed in schema "%s"',
+									 e.extname, e.extversion, n.nspname) AS what
+			  FROM pg_catalog.pg_extension e
+			  JOIN pg_catalog.pg_namespace n ON n.oid OPERATOR(pg_catalog.=) e.extnamespace
+			 WHERE e.extname OPERATOR(pg_catalog.=) 'dlock_sql'
+			UNION ALL
+			SELECT pg_catalog.format('a dlock is installed in schema "%s" (function %I.dlock_edition()%s)',
+									 n.nspname, n.nspname,
+									 CASE WHEN e.extname IS NOT NULL
+										  THEN pg_catalog.format(', of extension "%s"', e.extname) ELSE '' END)
+			  FROM pg_catalog.pg_proc p
+			  JOIN pg_catalog.pg_namespace n ON n.oid OPERATOR(pg_catalog.=) p.pronamespace
+			  LEFT JOIN pg_catalog.pg_depend d
+					 ON d.classid OPERATOR(pg_catalog.=) 'pg_catalog.pg_proc'::pg_catalog.regclass
+					AND d.objid OPERATOR(pg_catalog.=) p.oid
+					AND d.refclassid OPERATOR(pg_catalog.=) 'pg_catalog.pg_extension'::pg_catalog.regclass
+					AND d.deptype OPERATOR(pg_catalog.=) 'e'
+			  LEFT JOIN pg_catalog.pg_extension e ON e.oid OPERATOR(pg_catalog.=) d.refobjid
+			 WHERE p.proname OPERATOR(pg_catalog.=) 'dlock_edition'
+			   AND p.pronargs OPERATOR(pg_catalog.=) 0
+			   AND (e.extname IS NULL
+					OR e.extname OPERATOR(pg_catalog.<>) ALL (ARRAY['dlock', 'dlock_sql']::pg_catalog.name[]))) AS x;
+	IF found IS NOT NULL THEN
+		RAISE EXCEPTION 'cannot install dlock: %', found
+			USING ERRCODE = '55000',
+				  DETAIL = 'A database holds at most one dlock, of either edition: two would keep two lease tables and two token counters for one lock name.',
+				  HINT = 'Use the dlock that is installed, or move to the other edition by export and import (docs/editions.md).';
+	END IF;
+END
+$dlock$;
+CREATE FUNCTION @extschema@.dlock_edition()
+RETURNS pg_catalog.text
+LANGUAGE sql IMMUTABLE PARALLEL SAFE
+AS $dlock$SELECT 'c'::pg_catalog.text$dlock$;
+COMMENT ON FUNCTION @extschema@.dlock_edition() IS
+	'the edition of dlock installed in this database: c (the C extension) or sql (the SQL edition); clients find dlock through it';
 -- issue 26 item 5: moving between editions (docs/moving.md)
 --
 -- dlock_export() writes the lease state as one jsonb value that

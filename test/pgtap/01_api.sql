@@ -10,7 +10,7 @@ CREATE EXTENSION dlock;
 -- pg_get_function_arguments() prints interval defaults in this style.
 SET LOCAL IntervalStyle = 'postgres';
 
-SELECT plan(109);
+SELECT plan(113);
 
 -- ---------------------------------------------------------------------------
 -- The extension
@@ -38,6 +38,7 @@ SELECT set_eq(
           'function dlock_rebase(bigint)',
           'function dlock_resolve_holder(name,oid,bigint)',
           'function dlock_remaining(text,bigint)',
+          'function dlock_edition()',
           'function dlock_lock_key_replicated()',
           'function dlock_lock_key_frozen()',
           'table dlock_lease',
@@ -155,6 +156,15 @@ SELECT isnt_definer('dlock_check', ARRAY['text', 'bigint'],
 SELECT is((SELECT proparallel FROM pg_catalog.pg_proc
             WHERE oid = to_regprocedure('dlock_check(text,bigint)')),
           'u'::"char", 'dlock_check is parallel unsafe');
+
+-- ---------------------------------------------------------------------------
+-- dlock_edition() RETURNS text (1.2, issue 26): 'c' here, 'sql' in the SQL edition
+-- ---------------------------------------------------------------------------
+SELECT function_returns('dlock_edition', ARRAY[]::name[], 'text', 'dlock_edition() returns text');
+SELECT volatility_is('dlock_edition', ARRAY[]::name[], 'immutable', 'dlock_edition is IMMUTABLE');
+SELECT is(dlock_edition(), 'c', 'dlock_edition() says c in the C edition');
+SELECT isnt(pg_catalog.obj_description(to_regprocedure('dlock_edition()'), 'pg_proc'), NULL,
+            'dlock_edition has a comment');
 
 -- ---------------------------------------------------------------------------
 -- dlock_remaining(name text, token bigint) RETURNS interval (1.1)
