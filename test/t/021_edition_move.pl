@@ -60,6 +60,11 @@ sql('move_c2', 'CREATE EXTENSION dlock');
 is(sql('move_c1', 'SELECT dlock_export() ->> \'edition\''), 'c', 'the C edition exports as "c"');
 is(sql('move_sql', 'SELECT dlock_export() ->> \'edition\''), 'sql', 'the SQL edition exports as "sql"');
 
+# The export's checks are one text in both editions.
+is(sql('move_sql', q{SELECT md5(prosrc) FROM pg_proc WHERE proname = 'dlock_import_leases'}),
+	sql('move_c1', q{SELECT md5(prosrc) FROM pg_proc WHERE proname = 'dlock_import_leases'}),
+	'dlock_import_leases is the same in both editions');
+
 my $odd = q{E'it''s "odd"\tnäme/ü'};
 my $leases_query = q{SET timezone = 'UTC';
 SELECT name, owner, token, acquired_at, expires_at, released_at, held, role
