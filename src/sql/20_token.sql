@@ -1,0 +1,273 @@
+-- Copyright (c) 2026, the dlock developers
+--
+-- 20_token.sql: fencing tokens in the SQL edition (docs/tokens.md for the
+-- scheme, docs/editions.md for what differs from src/token.c).
+--
+-- A drawn token t = nextval(dlock_token_seq) is accepted when the latest
+-- epoch row is of the current history (database OID, the counter's
+-- relfilenode, and the timeline and system identifier where the installing
+-- role may read them), t > its floor, t > the name's last token, and, where
+-- the timeline or the system identifier cannot be read, t >= clock - 1 s (the clock rule: the counter
+-- never trails the clock by more than a second, so a history that lost WAL
+-- starts above every token the lost WAL handed out, as a new timeline does).
+-- Otherwise the draw jumps: jumpers run one after the other (FOR UPDATE on
+-- dlock_sql_jump), and the counter is set to
+--
+--		F = max(t, last, highest token in dlock_lease, clock, floor + 1,
+--				floor + (clock - jumped_at), counter's last_value + M) + 1
+--
+-- with M = 1 s of microseconds.  Draws on the fast path take no lock, so one
+-- may run between the jumper's read of last_value and its setval: M bounds
+-- that.  A duplicate would need more than M (a million) draws by others
+-- between two statements of the jumper.
+
+-- The history this database's counter runs in now.  SECURITY INVOKER:
+-- called by the SECURITY DEFINER functions below, it reads what their owner
+-- may read.
+CREATE FUNCTION @extschema@.dlock_sql_history(
+	OUT system_identifier pg_catalog.int8,
+	OUT timeline pg_catalog.int8,
+	OUT database_oid pg_catalog.oid,
+	OUT counter_relfilenode pg_catalog.oid)
+LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE SECURITY INVOKER
+SET search_path = pg_catalog, pg_temp
+AS $dlock$
+BEGIN
+	IF pg_catalog.has_function_privilege('pg_catalog.pg_control_system()', 'EXECUTE') THEN
+		SELECT c.system_identifier INTO system_identifier FROM pg_catalog.pg_control_system() AS c;
+	END IF;
+	IF pg_catalog.has_function_privilege('pg_catalog.pg_current_wal_insert_lsn()', 'EXECUTE')
+	   AND pg_catalog.has_function_privilege('pg_catalog.pg_walfile_name(pg_catalog.pg_lsn)', 'EXECUTE') THEN
+		timeline := ('x' || pg_catalog.substr(
+						pg_catalog.pg_walfile_name(pg_catalog.pg_current_wal_insert_lsn()), 1, 8))
+					::pg_catalog.bit(32)::pg_catalog.int4::pg_catalog.int8;
+	END IF;
+	SELECT d.oid INTO database_oid FROM pg_catalog.pg_database AS d
+	 WHERE d.datname = pg_catalog.current_database();
+	counter_relfilenode := pg_catalog.pg_relation_filenode('@extschema@.dlock_token_seq'::pg_catalog.regclass);
+END
+$dlock$;
+REVOKE ALL ON FUNCTION @extschema@.dlock_sql_history() FROM PUBLIC;
+COMMENT ON FUNCTION @extschema@.dlock_sql_history() IS
+	'internal: the history of the token counter (system identifier and timeline where readable, database OID, the counter''s relfilenode)';
+
+-- The server clock in microseconds since 1970.
+CREATE FUNCTION @extschema@.dlock_sql_clock_us()
+RETURNS pg_catalog.int8
+LANGUAGE sql VOLATILE PARALLEL UNSAFE
+SET search_path = pg_catalog, pg_temp
+AS $dlock$SELECT pg_catalog.trunc(EXTRACT(epoch FROM pg_catalog.clock_timestamp()) * 1000000)::pg_catalog.int8$dlock$;
+REVOKE ALL ON FUNCTION @extschema@.dlock_sql_clock_us() FROM PUBLIC;
+COMMENT ON FUNCTION @extschema@.dlock_sql_clock_us() IS
+	'internal: the server clock (clock_timestamp()) in microseconds since 1970';
+
+-- May token t be handed out in history cur, after the epoch row ep?
+CREATE FUNCTION @extschema@.dlock_sql_token_ok(t pg_catalog.int8, last pg_catalog.int8,
+	ep @extschema@.dlock_epoch, cur record)
+RETURNS pg_catalog.bool
+LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE SECURITY INVOKER
+SET search_path = pg_catalog, pg_temp
+AS $dlock$
+BEGIN
+	RETURN ep.floor IS NOT NULL
+		AND ep.system_identifier IS NOT DISTINCT FROM cur.system_identifier
+		AND ep.timeline IS NOT DISTINCT FROM cur.timeline
+		AND ep.database_oid = cur.database_oid
+		AND ep.counter_relfilenode = cur.counter_relfilenode
+		AND t > ep.floor
+		AND t > last
+		AND ((cur.timeline IS NOT NULL AND cur.system_identifier IS NOT NULL)
+			 OR t >= @extschema@.dlock_sql_clock_us() - 1000000);
+END
+$dlock$;
+REVOKE ALL ON FUNCTION @extschema@.dlock_sql_token_ok(pg_catalog.int8, pg_catalog.int8, @extschema@.dlock_epoch, record) FROM PUBLIC;
+COMMENT ON FUNCTION @extschema@.dlock_sql_token_ok(pg_catalog.int8, pg_catalog.int8, @extschema@.dlock_epoch, record) IS
+	'internal: may token t be handed out without a jump (same history as the epoch row, above its floor and last, the clock rule where the timeline is unreadable)';
+
+-- Why a draw after the epoch row ep must jump in history cur.
+CREATE FUNCTION @extschema@.dlock_sql_jump_reason(t pg_catalog.int8, last pg_catalog.int8,
+	ep @extschema@.dlock_epoch, cur record)
+RETURNS pg_catalog.text
+LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE SECURITY INVOKER
+SET search_path = pg_catalog, pg_temp
+AS $dlock$
+BEGIN
+RETURN CASE
+	WHEN ep.floor IS NULL THEN 'first'
+	WHEN ep.system_identifier IS DISTINCT FROM cur.system_identifier THEN 'system'
+	WHEN ep.database_oid <> cur.database_oid THEN 'database'
+	WHEN ep.timeline IS DISTINCT FROM cur.timeline THEN 'timeline'
+	WHEN ep.counter_relfilenode <> cur.counter_relfilenode THEN 'counter'
+	WHEN t <= ep.floor THEN 'floor'
+	WHEN t <= last THEN 'lease'
+	ELSE 'clock' END;
+END
+$dlock$;
+REVOKE ALL ON FUNCTION @extschema@.dlock_sql_jump_reason(pg_catalog.int8, pg_catalog.int8, @extschema@.dlock_epoch, record) FROM PUBLIC;
+COMMENT ON FUNCTION @extschema@.dlock_sql_jump_reason(pg_catalog.int8, pg_catalog.int8, @extschema@.dlock_epoch, record) IS
+	'internal: the reason recorded in dlock_epoch for a jump';
+
+-- Jump: t was drawn and refused (or reason is 'rebase').  Returns the new
+-- token; *floor is recorded in dlock_epoch in the calling transaction.
+-- nowait: an acquire with wait => 0 never waits for another jumper (55P03,
+-- which the acquire turns into busy).
+CREATE FUNCTION @extschema@.dlock_sql_jump(t pg_catalog.int8, last pg_catalog.int8,
+	reason pg_catalog.text, nowait pg_catalog.bool, OUT token pg_catalog.int8, OUT floor pg_catalog.int8)
+LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE SECURITY INVOKER
+SET search_path = pg_catalog, pg_temp
+AS $dlock$
+DECLARE
+	ep @extschema@.dlock_epoch;
+	cur record;
+	now_us pg_catalog.int8;
+	f pg_catalog.int8;
+BEGIN
+	IF nowait THEN
+		PERFORM FROM @extschema@.dlock_sql_jump FOR UPDATE NOWAIT;
+	ELSE
+		PERFORM FROM @extschema@.dlock_sql_jump FOR UPDATE;
+	END IF;
+	-- A jump that committed while this one waited may accept a new draw.
+	SELECT e.* INTO ep FROM @extschema@.dlock_epoch AS e ORDER BY e.floor DESC LIMIT 1;
+	cur := @extschema@.dlock_sql_history();
+	IF reason IS NULL AND ep.floor IS NOT NULL AND ep.floor >= t THEN
+		t := pg_catalog.nextval('@extschema@.dlock_token_seq'::pg_catalog.regclass);
+		IF @extschema@.dlock_sql_token_ok(t, last, ep, cur) THEN
+			token := t;
+			floor := ep.floor;
+			RETURN;
+		END IF;
+	END IF;
+	reason := coalesce(reason, @extschema@.dlock_sql_jump_reason(t, last, ep, cur));
+	now_us := @extschema@.dlock_sql_clock_us();
+	f := GREATEST(t, last, now_us,
+			(SELECT pg_catalog.max(l.token) FROM @extschema@.dlock_lease AS l),
+			ep.floor + 1,
+			ep.floor + (now_us -
+				pg_catalog.trunc(EXTRACT(epoch FROM ep.jumped_at) * 1000000)::pg_catalog.int8),
+			(SELECT s.last_value FROM @extschema@.dlock_token_seq AS s) + 1000000)
+		 + 1;
+	PERFORM pg_catalog.setval('@extschema@.dlock_token_seq'::pg_catalog.regclass, f, true);
+	token := pg_catalog.nextval('@extschema@.dlock_token_seq'::pg_catalog.regclass);
+	floor := f;
+	INSERT INTO @extschema@.dlock_epoch
+		VALUES (f, cur.system_identifier, cur.timeline, cur.database_oid,
+				cur.counter_relfilenode, pg_catalog.clock_timestamp(), reason);
+END
+$dlock$;
+REVOKE ALL ON FUNCTION @extschema@.dlock_sql_jump(pg_catalog.int8, pg_catalog.int8, pg_catalog.text, pg_catalog.bool) FROM PUBLIC;
+COMMENT ON FUNCTION @extschema@.dlock_sql_jump(pg_catalog.int8, pg_catalog.int8, pg_catalog.text, pg_catalog.bool) IS
+	'internal: move the token counter to a new floor above every earlier token and the clock, and record it in dlock_epoch';
+
+-- A new token for a name whose last token is last (0 if none).
+CREATE FUNCTION @extschema@.dlock_sql_draw(last pg_catalog.int8, nowait pg_catalog.bool)
+RETURNS pg_catalog.int8
+LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE SECURITY INVOKER
+SET search_path = pg_catalog, pg_temp
+AS $dlock$
+DECLARE
+	t pg_catalog.int8 := pg_catalog.nextval('@extschema@.dlock_token_seq'::pg_catalog.regclass);
+	ep @extschema@.dlock_epoch;
+BEGIN
+	SELECT e.* INTO ep FROM @extschema@.dlock_epoch AS e ORDER BY e.floor DESC LIMIT 1;
+	IF @extschema@.dlock_sql_token_ok(t, last, ep, @extschema@.dlock_sql_history()) THEN
+		RETURN t;
+	END IF;
+	RETURN (@extschema@.dlock_sql_jump(t, last, NULL, nowait)).token;
+END
+$dlock$;
+REVOKE ALL ON FUNCTION @extschema@.dlock_sql_draw(pg_catalog.int8, pg_catalog.bool) FROM PUBLIC;
+COMMENT ON FUNCTION @extschema@.dlock_sql_draw(pg_catalog.int8, pg_catalog.bool) IS
+	'internal: a new token above every token handed out before and above last (jumps when needed)';
+
+-- Make this transaction's commit durable: flushed, and confirmed by the
+-- synchronous standbys where there are any (remote_apply stays).  Called by
+-- the SECURITY INVOKER API functions after the work: a SET LOCAL made in a
+-- function with a SET clause ends with that function.
+CREATE FUNCTION @extschema@.dlock_sql_durable()
+RETURNS void
+LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE SECURITY INVOKER
+AS $dlock$
+BEGIN
+	IF pg_catalog.current_setting('synchronous_commit') OPERATOR(pg_catalog.<>) ALL (ARRAY['on', 'remote_apply']) THEN
+		PERFORM pg_catalog.set_config('synchronous_commit', 'on', true);
+	END IF;
+END
+$dlock$;
+COMMENT ON FUNCTION @extschema@.dlock_sql_durable() IS
+	'internal: make the calling transaction commit synchronously (synchronous_commit = on for this transaction unless it is on or remote_apply)';
+
+-- dlock_rebase() and dlock_rebase(at_least): the owner of the tables (the
+-- installing role) and superusers only, as the C edition allows superusers
+-- and the extension's owner.
+CREATE FUNCTION @extschema@.dlock_sql_rebase(at_least pg_catalog.int8)
+RETURNS pg_catalog.int8
+LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $dlock$
+DECLARE
+	caller pg_catalog.oid := @extschema@.dlock_sql_caller();
+BEGIN
+	-- The tables' owner, or (trusted extension, pg_tle) the extension's.
+	IF NOT pg_catalog.pg_has_role(caller, (SELECT c.relowner FROM pg_catalog.pg_class AS c
+										   WHERE c.oid = '@extschema@.dlock_lease'::pg_catalog.regclass),
+								  'USAGE')
+	   AND NOT EXISTS (SELECT FROM pg_catalog.pg_depend AS d
+					   JOIN pg_catalog.pg_extension AS x ON x.oid = d.refobjid
+					  WHERE d.classid = 'pg_catalog.pg_class'::pg_catalog.regclass
+						AND d.objid = '@extschema@.dlock_lease'::pg_catalog.regclass
+						AND d.refclassid = 'pg_catalog.pg_extension'::pg_catalog.regclass
+						AND d.deptype = 'e'
+						AND pg_catalog.pg_has_role(caller, x.extowner, 'USAGE')) THEN
+		RAISE EXCEPTION 'permission denied to rebase dlock tokens'
+			USING ERRCODE = '42501',
+				  DETAIL = 'Only superusers and the owner of dlock''s tables may call dlock_rebase().';
+	END IF;
+	IF at_least IS NULL THEN
+		RAISE EXCEPTION 'argument "%" must not be null', 'at_least' USING ERRCODE = '22004';
+	ELSIF at_least < 0 THEN
+		RAISE EXCEPTION 'argument "%" must not be negative', 'at_least' USING ERRCODE = '22023';
+	ELSIF at_least > 4611686018427387904 THEN
+		RAISE EXCEPTION 'argument "%" must not be greater than %', 'at_least', 4611686018427387904
+			USING ERRCODE = '22023',
+				  DETAIL = 'Tokens above it would leave too little room before the token counter reaches its maximum, after which every acquisition fails.';
+	END IF;
+	PERFORM @extschema@.dlock_sql_writable('dlock_rebase()');
+	PERFORM @extschema@.dlock_sql_no_prepare();
+	RETURN (@extschema@.dlock_sql_jump(pg_catalog.nextval('@extschema@.dlock_token_seq'::pg_catalog.regclass),
+									   at_least, 'rebase', false)).floor;
+END
+$dlock$;
+REVOKE ALL ON FUNCTION @extschema@.dlock_sql_rebase(pg_catalog.int8) FROM PUBLIC;
+COMMENT ON FUNCTION @extschema@.dlock_sql_rebase(pg_catalog.int8) IS
+	'internal: the work of dlock_rebase (a jump with reason rebase, above at_least)';
+
+CREATE FUNCTION @extschema@.dlock_rebase()
+RETURNS pg_catalog.int8
+LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE SECURITY INVOKER
+AS $dlock$
+DECLARE
+	f pg_catalog.int8 := @extschema@.dlock_sql_rebase(0);
+BEGIN
+	PERFORM @extschema@.dlock_sql_durable();
+	RETURN f;
+END
+$dlock$;
+REVOKE ALL ON FUNCTION @extschema@.dlock_rebase() FROM PUBLIC;
+COMMENT ON FUNCTION @extschema@.dlock_rebase() IS
+	'make every later token greater than the server clock in microseconds and every token recorded so far; returns the new floor; superusers and the extension owner only';
+
+CREATE FUNCTION @extschema@.dlock_rebase(at_least pg_catalog.int8)
+RETURNS pg_catalog.int8
+LANGUAGE plpgsql VOLATILE CALLED ON NULL INPUT PARALLEL UNSAFE SECURITY INVOKER
+AS $dlock$
+DECLARE
+	f pg_catalog.int8 := @extschema@.dlock_sql_rebase(at_least);
+BEGIN
+	PERFORM @extschema@.dlock_sql_durable();
+	RETURN f;
+END
+$dlock$;
+REVOKE ALL ON FUNCTION @extschema@.dlock_rebase(pg_catalog.int8) FROM PUBLIC;
+COMMENT ON FUNCTION @extschema@.dlock_rebase(pg_catalog.int8) IS
+	'dlock_rebase(), and every later token is also above at_least: raises the token counter, never lowers it; returns the new floor; superusers and the extension owner only';

@@ -1,0 +1,217 @@
+-- Copyright (c) 2026, the dlock developers
+--
+-- 40_wait.sql: dlock_acquire and its waiting, in the SQL edition.
+--
+-- At most one poller per name.  An acquire that must wait locks the name's
+-- queue row FOR UPDATE (dlock_sql_queue, created at the name's first wait):
+-- the lock manager queues the others behind it, first come, first served,
+-- asleep.  The holder of that lock, the head, looks at the lease every
+-- poll_interval (dlock_sql_settings; nothing in SQL can wake a sleeping
+-- backend when a lease is released) and takes it once it is free.
+--
+-- Every lock an acquire takes that its answer may make useless is taken
+-- inside its one exception block (dlock_sql_acquire_locked), so a busy
+-- answer gives them all back: the block's subtransaction is the only one
+-- the call starts, and it gets an XID only when it locks or writes a row
+-- (once, however long the head polls).  The block ends with:
+--   - a token (the subtransaction commits: its locks stay until the
+--     transaction ends, the queue row's too, which only makes the next
+--     waiter move up when the new holder commits);
+--   - 55P03 from the lock_timeout that bounds each wait by the deadline:
+--     NULL; a 55P03 before the deadline is the caller's own lock_timeout,
+--     raised as such;
+--   - DLKBY (dlock's own, never seen outside): busy, NULL;
+--   - 23505: another acquire created the same new name meanwhile: NULL;
+--   - anything else (57014 statement_timeout or cancel, 40P01, 40001) is
+--     raised.
+
+-- Set lock_timeout (SET LOCAL) to the time left until deadline, at most
+-- the caller's own lock_timeout, at least 1 ms.
+CREATE FUNCTION @extschema@.dlock_sql_bound(deadline pg_catalog.timestamptz, caller_ms pg_catalog.int8)
+RETURNS void
+LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
+SET search_path = pg_catalog, pg_temp
+AS $dlock$
+DECLARE
+	ms pg_catalog.int8 := pg_catalog.ceil(EXTRACT(epoch FROM deadline - pg_catalog.clock_timestamp())
+										  * 1000)::pg_catalog.int8;
+BEGIN
+	ms := GREATEST(ms, 1);
+	IF caller_ms > 0 THEN
+		ms := LEAST(ms, caller_ms);
+	END IF;
+	PERFORM pg_catalog.set_config('lock_timeout', LEAST(ms, 2147483647)::pg_catalog.text, true);
+END
+$dlock$;
+REVOKE ALL ON FUNCTION @extschema@.dlock_sql_bound(pg_catalog.timestamptz, pg_catalog.int8) FROM PUBLIC;
+COMMENT ON FUNCTION @extschema@.dlock_sql_bound(pg_catalog.timestamptz, pg_catalog.int8) IS
+	'internal: bound the next lock wait by the acquire''s deadline (and the caller''s lock_timeout)';
+
+-- Join the queue of name: lock its row FOR UPDATE, waiting in line.
+CREATE FUNCTION @extschema@.dlock_sql_queue_join(name pg_catalog.text, deadline pg_catalog.timestamptz, caller_ms pg_catalog.int8)
+RETURNS void
+LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
+SET search_path = pg_catalog, pg_temp
+AS $dlock$
+BEGIN
+	-- Twice at most: dlock_cleanup may delete a row nobody waits in.
+	FOR i IN 1 .. 2 LOOP
+		IF NOT EXISTS (SELECT FROM @extschema@.dlock_sql_queue AS q WHERE q.name = $1) THEN
+			INSERT INTO @extschema@.dlock_sql_queue VALUES ($1) ON CONFLICT DO NOTHING;
+		END IF;
+		PERFORM @extschema@.dlock_sql_bound($2, $3);
+		PERFORM FROM @extschema@.dlock_sql_queue AS q WHERE q.name = $1 FOR UPDATE;
+		IF FOUND THEN
+			RETURN;
+		END IF;
+	END LOOP;
+	RAISE EXCEPTION 'busy' USING ERRCODE = 'DLKBY';
+END
+$dlock$;
+REVOKE ALL ON FUNCTION @extschema@.dlock_sql_queue_join(pg_catalog.text, pg_catalog.timestamptz, pg_catalog.int8) FROM PUBLIC;
+COMMENT ON FUNCTION @extschema@.dlock_sql_queue_join(pg_catalog.text, pg_catalog.timestamptz, pg_catalog.int8) IS
+	'internal: wait in the queue of name until this acquire is its head (FOR UPDATE on the queue row)';
+
+-- The head of the queue: look at the lease every poll_interval, without a
+-- lock, until it is free (or ours to renew), then take it.
+CREATE FUNCTION @extschema@.dlock_sql_head(name pg_catalog.text, ttl pg_catalog.interval, owner pg_catalog.text,
+	caller pg_catalog.oid, deadline pg_catalog.timestamptz, caller_ms pg_catalog.int8)
+RETURNS pg_catalog.int8
+LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
+SET search_path = pg_catalog, pg_temp
+AS $dlock$
+DECLARE
+	poll pg_catalog.interval := (SELECT s.poll_interval FROM @extschema@.dlock_sql_settings AS s);
+	r record;
+	pause pg_catalog.interval;
+BEGIN
+	LOOP
+		r := @extschema@.dlock_sql_look($1, true);
+		IF NOT r.held OR ($3 IS NOT NULL AND r.owner = $3
+						  AND @extschema@.dlock_sql_acts_for($4, r.holder)) THEN
+			PERFORM @extschema@.dlock_sql_bound($5, $6);
+			RETURN @extschema@.dlock_sql_take($1, $2, $3, $4, false);
+		END IF;
+		pause := LEAST(poll, r.expires_at - pg_catalog.clock_timestamp(),
+								  $5 - pg_catalog.clock_timestamp());
+		IF pause <= '0'::pg_catalog.interval
+		   AND pg_catalog.clock_timestamp() >= $5 THEN
+			RAISE EXCEPTION 'busy' USING ERRCODE = 'DLKBY';
+		END IF;
+		PERFORM pg_catalog.pg_sleep(GREATEST(EXTRACT(epoch FROM pause), 0)::pg_catalog.float8);
+	END LOOP;
+END
+$dlock$;
+REVOKE ALL ON FUNCTION @extschema@.dlock_sql_head(pg_catalog.text, pg_catalog.interval, pg_catalog.text, pg_catalog.oid, pg_catalog.timestamptz, pg_catalog.int8) FROM PUBLIC;
+COMMENT ON FUNCTION @extschema@.dlock_sql_head(pg_catalog.text, pg_catalog.interval, pg_catalog.text, pg_catalog.oid, pg_catalog.timestamptz, pg_catalog.int8) IS
+	'internal: the head of the queue of name polls the lease until it is free or the deadline passes';
+
+-- The one exception block of an acquire (see the top of this file).
+CREATE FUNCTION @extschema@.dlock_sql_acquire_locked(name pg_catalog.text, ttl pg_catalog.interval, owner pg_catalog.text,
+	caller pg_catalog.oid, deadline pg_catalog.timestamptz, nowait pg_catalog.bool)
+RETURNS pg_catalog.int8
+LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
+SET search_path = pg_catalog, pg_temp
+AS $dlock$
+DECLARE
+	saved pg_catalog.text := pg_catalog.current_setting('lock_timeout');
+	caller_ms pg_catalog.int8 := (SELECT CASE s.unit WHEN 's' THEN s.setting::pg_catalog.int8 * 1000
+												 ELSE s.setting::pg_catalog.int8 END
+								   FROM pg_catalog.pg_settings AS s WHERE s.name = 'lock_timeout');
+	t pg_catalog.int8;
+BEGIN
+	BEGIN
+		IF nowait THEN
+			-- A free lease goes to those who already wait for it.
+			IF EXISTS (SELECT FROM @extschema@.dlock_sql_queue AS q WHERE q.name = $1) THEN
+				PERFORM FROM @extschema@.dlock_sql_queue AS q WHERE q.name = $1
+				  FOR KEY SHARE SKIP LOCKED;
+				IF NOT FOUND THEN
+					RAISE EXCEPTION 'busy' USING ERRCODE = 'DLKBY';
+				END IF;
+			END IF;
+			t := @extschema@.dlock_sql_take($1, $2, $3, $4, true);
+		ELSE
+			PERFORM @extschema@.dlock_sql_queue_join($1, $5, caller_ms);
+			t := @extschema@.dlock_sql_head($1, $2, $3, $4, $5, caller_ms);
+		END IF;
+	EXCEPTION
+		WHEN lock_not_available THEN
+			IF NOT nowait AND pg_catalog.clock_timestamp() < $5 THEN
+				RAISE;			-- the caller's own lock_timeout
+			END IF;
+			t := NULL;
+		WHEN unique_violation OR SQLSTATE 'DLKBY' THEN
+			t := NULL;
+	END;
+	PERFORM pg_catalog.set_config('lock_timeout', saved, true);
+	RETURN t;
+END
+$dlock$;
+REVOKE ALL ON FUNCTION @extschema@.dlock_sql_acquire_locked(pg_catalog.text, pg_catalog.interval, pg_catalog.text, pg_catalog.oid, pg_catalog.timestamptz, pg_catalog.bool) FROM PUBLIC;
+COMMENT ON FUNCTION @extschema@.dlock_sql_acquire_locked(pg_catalog.text, pg_catalog.interval, pg_catalog.text, pg_catalog.oid, pg_catalog.timestamptz, pg_catalog.bool) IS
+	'internal: the locking part of an acquire, in its one exception block: a token, or NULL for busy';
+
+-- dlock_acquire's work.  The busy path (held, wait => 0) is one read: no
+-- lock, no subtransaction, no XID.
+CREATE FUNCTION @extschema@.dlock_sql_acquire(name pg_catalog.text, ttl pg_catalog.interval,
+	wait pg_catalog.interval, owner pg_catalog.text)
+RETURNS pg_catalog.int8
+LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $dlock$
+DECLARE
+	start pg_catalog.timestamptz := pg_catalog.clock_timestamp();
+	wait_us pg_catalog.int8;
+	caller pg_catalog.oid;
+	r record;
+BEGIN
+	PERFORM @extschema@.dlock_sql_check_name($1);
+	PERFORM @extschema@.dlock_sql_expiry($2, start);
+	wait_us := @extschema@.dlock_sql_duration_us($3, 'wait');
+	PERFORM @extschema@.dlock_sql_check_owner($4);
+	PERFORM @extschema@.dlock_sql_writable('dlock_acquire()');
+	PERFORM @extschema@.dlock_sql_no_prepare();
+	caller := @extschema@.dlock_sql_caller();
+	r := @extschema@.dlock_sql_look($1, true);
+	IF r.held THEN
+		IF $4 IS NOT NULL AND r.owner = $4
+		   AND @extschema@.dlock_sql_acts_for(caller, r.holder) THEN
+			-- The owner's renewal: only the expiry row, no block.
+			IF @extschema@.dlock_sql_extend($1, r.token, $2) THEN
+				RETURN r.token;
+			END IF;
+		ELSIF wait_us = 0 THEN
+			RETURN NULL;
+		END IF;
+	END IF;
+	RETURN @extschema@.dlock_sql_acquire_locked($1, $2, $4, caller,
+		start + wait_us * '1 microsecond'::pg_catalog.interval,
+		wait_us = 0);
+END
+$dlock$;
+GRANT EXECUTE ON FUNCTION @extschema@.dlock_sql_acquire(pg_catalog.text, pg_catalog.interval, pg_catalog.interval, pg_catalog.text) TO PUBLIC;
+COMMENT ON FUNCTION @extschema@.dlock_sql_acquire(pg_catalog.text, pg_catalog.interval, pg_catalog.interval, pg_catalog.text) IS
+	'internal: the work of dlock_acquire (which then makes the commit durable)';
+
+-- SECURITY INVOKER: the durable commit is a setting of the caller's
+-- transaction, which a function with a SET clause would undo on return.
+CREATE FUNCTION @extschema@.dlock_acquire(
+	name pg_catalog.text,
+	ttl pg_catalog.interval,
+	wait pg_catalog.interval DEFAULT '0',
+	owner pg_catalog.text DEFAULT NULL)
+RETURNS pg_catalog.int8
+LANGUAGE plpgsql VOLATILE CALLED ON NULL INPUT PARALLEL UNSAFE SECURITY INVOKER
+AS $dlock$
+DECLARE
+	t pg_catalog.int8 := @extschema@.dlock_sql_acquire($1, $2, $3, $4);
+BEGIN
+	IF t IS NOT NULL THEN
+		PERFORM @extschema@.dlock_sql_durable();
+	END IF;
+	RETURN t;
+END
+$dlock$;
+COMMENT ON FUNCTION @extschema@.dlock_acquire(pg_catalog.text, pg_catalog.interval, pg_catalog.interval, pg_catalog.text) IS
+	'take the lease on name for ttl and return a new fencing token, or NULL if it stays busy for wait; an owner renews its own lease and keeps its token';

@@ -1,0 +1,37 @@
+-- Copyright (c) 2026, the dlock developers
+--
+-- 50_events.sql: lease events in the SQL edition, with the C edition's
+-- channel and payload (src/events.c, docs/events.md):
+--
+--	NOTIFY dlock, '{"lock": name, "event": "acquired" | "taken_over" | "released",
+--				   "token": n, "owner": owner}'
+--
+-- ("owner" only when the lease has one), sent when the transaction commits
+-- and dropped when it, or the subtransaction that sent it, rolls back.  Off
+-- unless dlock_sql_settings.events is true (the GUC dlock.events of the C
+-- edition): a notifying commit takes a cluster-wide lock across its flush
+-- (async.c, PreCommit_Notify), so notifying commits never group-commit.
+-- to_json escapes names as escape_json does; in a SQL_ASCII database the
+-- bytes of 0x80 and above are copied as they are (the C edition escapes
+-- them as \u00XX: docs/editions.md).
+
+CREATE FUNCTION @extschema@.dlock_sql_event(name pg_catalog.text, event pg_catalog.text,
+	token pg_catalog.int8, owner pg_catalog.text)
+RETURNS void
+LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
+SET search_path = pg_catalog, pg_temp
+AS $dlock$
+BEGIN
+	IF (SELECT s.events FROM @extschema@.dlock_sql_settings AS s) THEN
+		PERFORM pg_catalog.pg_notify('dlock',
+			'{"lock": ' || pg_catalog.to_json($1)::pg_catalog.text
+			|| ', "event": "' || $2
+			|| '", "token": ' || $3::pg_catalog.text
+			|| coalesce(', "owner": ' || pg_catalog.to_json($4)::pg_catalog.text, '')
+			|| '}');
+	END IF;
+END
+$dlock$;
+REVOKE ALL ON FUNCTION @extschema@.dlock_sql_event(pg_catalog.text, pg_catalog.text, pg_catalog.int8, pg_catalog.text) FROM PUBLIC;
+COMMENT ON FUNCTION @extschema@.dlock_sql_event(pg_catalog.text, pg_catalog.text, pg_catalog.int8, pg_catalog.text) IS
+	'internal: NOTIFY dlock with the event''s JSON payload, if dlock_sql_settings.events is on';
