@@ -9,7 +9,8 @@
 # The first database holds every kind of lease: held anonymously, held with
 # an owner label, held with a name with quotes, a tab and multibyte text,
 # held by a second role, released, expired; and its highest token was drawn
-# by an acquire that rolled back, so that it lives only in the counter.
+# by acquires that rolled back, so that it lives only in the counter, above
+# the clock.
 # After each move: the lease rows are the ones exported, also by the view;
 # the holders renew, check and release with their tokens, an owner's
 # acquire keeps its token, another role cannot take a held lease; the next
@@ -93,8 +94,10 @@ sub fill
 		't', "$db: released lease released");
 	$t{expired} = as_role($db, 'move_app', "SELECT dlock_acquire('${prefix}expired', '10 ms')");
 	sql($db, 'SELECT pg_sleep(0.05)');
+	# Five tokens of acquires that rolled back: the highest is five above
+	# the highest lease row, further than a jump adds on its own.
 	my $rolled = as_role($db, 'move_app',
-		"BEGIN; SELECT dlock_acquire('${prefix}rolled-back', '1 hour'); ROLLBACK");
+		"BEGIN; SELECT max(dlock_acquire('${prefix}rolled-back' || i, '1 hour')) FROM generate_series(1, 5) AS i; ROLLBACK");
 	my $max = 0;
 	for (values %t) { $max = $_ if $_ > $max; }
 	cmp_ok($rolled, '>', $max, "$db: the highest token is in no lease row");
@@ -130,7 +133,7 @@ sub check_moved
 	my $again = as_role($db, 'move_app', "SELECT dlock_acquire('${prefix}held/anon', '1 hour')");
 	cmp_ok($again, '>', $new, "$db: the released name is taken with a newer token");
 	$t->{anon} = $again;
-	for my $name ('released', 'expired', 'rolled-back')
+	for my $name ('released', 'expired', 'rolled-back5')
 	{
 		my $tok = as_role($db, 'move_app', "SELECT dlock_acquire('${prefix}$name', '1 hour')");
 		cmp_ok($tok, '>', $again, "$db: $name is free and taken with a newer token");
