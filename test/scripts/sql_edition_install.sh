@@ -7,7 +7,10 @@
 #    (dist/dlock_sql--V.psql) and in the pg_tle installer
 #    (dist/dlock_sql-pgtle--V.sql) is byte for byte the trusted extension's
 #    script, and so is the file "make install" put on the server.
-# 2. The installs of a managed service's admin role: on a server of its own
+# 2. On test/run's server: CREATE EXTENSION dlock refuses (55000) where the
+#    SQL edition is (script or trusted extension), and dlock_sql where the
+#    C edition is.
+# 3. The installs of a managed service's admin role: on a server of its own
 #    made from a copy of PG_CONFIG's installation without dlock's C library
 #    and control file (only the SQL edition's files), as a role that owns
 #    its databases, has CREATE on them, is no superuser, is no member of
@@ -16,8 +19,9 @@
 #    the psql script into a schema of its choice; a second run refuses
 #    (55000) and changes nothing; CREATE EXTENSION dlock_sql (trusted) by
 #    that role; each refuses where the other is.
-# 3. No escalation through the trusted extension, whose objects belong to
-#    the bootstrap superuser: see sql_edition_escalate.sql.
+# 4. No escalation through the trusted extension installed with superuser =
+#    true, whose objects belong to the bootstrap superuser: see
+#    sql_edition_escalate.sql.
 #
 # test/run runs it with PG_CONFIG, PGHOST, PGPORT and PGUSER set; it starts
 # and stops its own server (a socket directory of its own, the same port).
@@ -30,6 +34,7 @@ pg_config=${PG_CONFIG:-pg_config}
 version=$(sed -n "s/^default_version[[:space:]]*=[[:space:]]*'\([^']*\)'.*/\1/p" "$top/dlock.control")
 
 work=$(mktemp -d "${TMPDIR:-/tmp}/dlock-sql-edition.XXXXXX") || exit 1
+main_host=${PGHOST:-}
 server_started=
 cleanup() {
 	[ -n "$server_started" ] && "$ibin/pg_ctl" -D "$work/data" -m immediate -w stop >/dev/null 2>&1
@@ -81,7 +86,36 @@ else
 	not_ok "the installer and dlock_sql.control carry version $version of dlock.control"
 fi
 
-# --- 2. a server without dlock's library ------------------------------------
+# --- 2. the C edition refuses where the SQL edition is, and the other way -----
+# (on test/run's server, which has both editions' files)
+both=dlock_sql_edition_both_$$
+main_psql() { PGHOST=$main_host psql -X -q -v ON_ERROR_STOP=1 -v VERBOSITY=verbose "$@"; }
+if main_psql -d postgres -c "CREATE DATABASE $both" &&
+	main_psql -d "$both" -v schema="s q" -f "$top/dist/dlock_sql--$version.psql"; then
+	out=$(main_psql -d "$both" -c 'CREATE EXTENSION dlock' 2>&1)
+	if [[ $out == *"55000"*'cannot install dlock: a dlock is installed in schema "s q"'* ]]; then
+		ok "CREATE EXTENSION dlock refuses (55000) where the SQL edition's script installed dlock, naming its schema"
+	else
+		not_ok "CREATE EXTENSION dlock refuses (55000) where the SQL edition's script installed dlock, naming its schema" "$out"
+	fi
+	out=$(main_psql -d "$both" -c 'DROP SCHEMA "s q" CASCADE' -c 'CREATE EXTENSION dlock_sql' -c 'CREATE EXTENSION dlock' 2>&1)
+	if [[ $out == *"55000"*'cannot install dlock: extension "dlock_sql" '*' (the SQL edition) is installed in schema "public"'* ]]; then
+		ok "CREATE EXTENSION dlock refuses (55000) where the trusted extension dlock_sql is, naming it"
+	else
+		not_ok "CREATE EXTENSION dlock refuses (55000) where the trusted extension dlock_sql is, naming it" "$out"
+	fi
+	out=$(main_psql -d "$both" -c 'DROP EXTENSION dlock_sql' -c 'CREATE EXTENSION dlock' -c 'CREATE EXTENSION dlock_sql' 2>&1)
+	if [[ $out == *"55000"*'cannot install dlock: extension "dlock" '*' (the C edition) is installed in schema "public"'* ]]; then
+		ok "CREATE EXTENSION dlock_sql refuses (55000) where the C edition is, naming it"
+	else
+		not_ok "CREATE EXTENSION dlock_sql refuses (55000) where the C edition is, naming it" "$out"
+	fi
+else
+	not_ok "a database with the SQL edition on test/run's server"
+fi
+main_psql -d postgres -c "DROP DATABASE IF EXISTS $both" >/dev/null 2>&1
+
+# --- 3. a server without dlock's library ------------------------------------
 # A copy of the installation: the programs, the loadable modules but
 # dlock's, the share directory but dlock's control file and scripts.  It
 # is laid out as the original below their common prefix, so that the
@@ -107,7 +141,7 @@ rm -f "$ishare"/extension/dlock.control "$ishare"/extension/dlock--*.sql
 # The same script as a trusted extension with superuser = true (dlock_sql
 # has superuser = false, so its script runs as the installing role): then
 # PostgreSQL runs it as the bootstrap superuser, which owns its objects,
-# and its SECURITY DEFINER functions run as a superuser.  Section 3 tries
+# and its SECURITY DEFINER functions run as a superuser.  Section 4 tries
 # to escalate through that copy.
 sed -e 's/^superuser = false$/superuser = true/' "$ishare/extension/dlock_sql.control" \
 	>"$ishare/extension/dlock_sql_superuser.control"
@@ -243,7 +277,7 @@ else
 	not_ok "a second CREATE EXTENSION dlock_sql is refused" "$out"
 fi
 
-# --- 3. escalation through the trusted extension -----------------------------
+# --- 4. escalation through the trusted extension -----------------------------
 # dlock_sql_superuser (the same script, superuser = true): its objects
 # belong to the bootstrap superuser.  The admin role prepares traps in app3
 # (before and after the install), then calls every function of the
