@@ -31,7 +31,6 @@
 CREATE FUNCTION @extschema@.dlock_sql_caller()
 RETURNS pg_catalog.oid
 LANGUAGE sql STABLE PARALLEL SAFE
-SET search_path = pg_catalog, pg_temp
 AS $dlock$
 SELECT r.oid FROM pg_catalog.pg_roles AS r
  WHERE r.rolname = coalesce(NULLIF(pg_catalog.current_setting('role'), 'none'),
@@ -44,7 +43,6 @@ COMMENT ON FUNCTION @extschema@.dlock_sql_caller() IS
 CREATE FUNCTION @extschema@.dlock_sql_check_name(name pg_catalog.text)
 RETURNS void
 LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE
-SET search_path = pg_catalog, pg_temp
 AS $dlock$
 BEGIN
 	IF name IS NULL THEN
@@ -63,7 +61,6 @@ COMMENT ON FUNCTION @extschema@.dlock_sql_check_name(pg_catalog.text) IS
 CREATE FUNCTION @extschema@.dlock_sql_check_token(token pg_catalog.int8)
 RETURNS void
 LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE
-SET search_path = pg_catalog, pg_temp
 AS $dlock$
 BEGIN
 	IF token IS NULL THEN
@@ -79,7 +76,6 @@ COMMENT ON FUNCTION @extschema@.dlock_sql_check_token(pg_catalog.int8) IS
 CREATE FUNCTION @extschema@.dlock_sql_nominal_us(span pg_catalog.interval)
 RETURNS pg_catalog.numeric
 LANGUAGE sql IMMUTABLE PARALLEL SAFE
-SET search_path = pg_catalog, pg_temp
 AS $dlock$
 SELECT (EXTRACT(year FROM span) * 12 + EXTRACT(month FROM span))
 		   * 2592000000000
@@ -96,7 +92,6 @@ COMMENT ON FUNCTION @extschema@.dlock_sql_nominal_us(pg_catalog.interval) IS
 CREATE FUNCTION @extschema@.dlock_sql_expiry(ttl pg_catalog.interval, now pg_catalog.timestamptz)
 RETURNS pg_catalog.timestamptz
 LANGUAGE plpgsql STABLE PARALLEL SAFE
-SET search_path = pg_catalog, pg_temp
 AS $dlock$
 DECLARE
 	max_ttl pg_catalog.int4 := (SELECT s.max_ttl FROM @extschema@.dlock_sql_settings AS s);
@@ -138,7 +133,6 @@ COMMENT ON FUNCTION @extschema@.dlock_sql_expiry(pg_catalog.interval, pg_catalog
 CREATE FUNCTION @extschema@.dlock_sql_duration_us(span pg_catalog.interval, what pg_catalog.text)
 RETURNS pg_catalog.int8
 LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE
-SET search_path = pg_catalog, pg_temp
 AS $dlock$
 DECLARE
 	us pg_catalog.numeric;
@@ -161,7 +155,6 @@ COMMENT ON FUNCTION @extschema@.dlock_sql_duration_us(pg_catalog.interval, pg_ca
 CREATE FUNCTION @extschema@.dlock_sql_check_owner(owner pg_catalog.text)
 RETURNS void
 LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE
-SET search_path = pg_catalog, pg_temp
 AS $dlock$
 BEGIN
 	IF pg_catalog.octet_length(owner) = 0 THEN
@@ -181,7 +174,6 @@ COMMENT ON FUNCTION @extschema@.dlock_sql_check_owner(pg_catalog.text) IS
 CREATE FUNCTION @extschema@.dlock_sql_writable(what pg_catalog.text)
 RETURNS void
 LANGUAGE plpgsql STABLE PARALLEL SAFE
-SET search_path = pg_catalog, pg_temp
 AS $dlock$
 BEGIN
 	IF pg_catalog.pg_is_in_recovery() THEN
@@ -203,7 +195,6 @@ COMMENT ON FUNCTION @extschema@.dlock_sql_writable(pg_catalog.text) IS
 CREATE FUNCTION @extschema@.dlock_sql_no_prepare()
 RETURNS void
 LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
-SET search_path = pg_catalog, pg_temp
 AS $dlock$
 DECLARE
 	rel pg_catalog.regclass := pg_catalog.to_regclass('pg_temp.dlock_sql_prepare');
@@ -245,7 +236,6 @@ COMMENT ON FUNCTION @extschema@.dlock_sql_holder(pg_catalog.name, pg_catalog.oid
 CREATE FUNCTION @extschema@.dlock_sql_acts_for(role pg_catalog.oid, holder pg_catalog.oid)
 RETURNS pg_catalog.bool
 LANGUAGE sql STABLE PARALLEL SAFE
-SET search_path = pg_catalog, pg_temp
 AS $dlock$
 SELECT CASE WHEN holder IS NULL
 			THEN coalesce((SELECT r.rolsuper FROM pg_catalog.pg_roles AS r WHERE r.oid = role), false)
@@ -258,7 +248,6 @@ COMMENT ON FUNCTION @extschema@.dlock_sql_acts_for(pg_catalog.oid, pg_catalog.oi
 CREATE FUNCTION @extschema@.dlock_sql_deny(name pg_catalog.text, holder pg_catalog.oid, action pg_catalog.text)
 RETURNS void
 LANGUAGE plpgsql STABLE PARALLEL SAFE
-SET search_path = pg_catalog, pg_temp
 AS $dlock$
 DECLARE
 	rolname pg_catalog.name := (SELECT r.rolname FROM pg_catalog.pg_roles AS r WHERE r.oid = holder);
@@ -280,7 +269,6 @@ COMMENT ON FUNCTION @extschema@.dlock_sql_deny(pg_catalog.text, pg_catalog.oid, 
 CREATE FUNCTION @extschema@.dlock_sql_changed(x pg_catalog.xid)
 RETURNS pg_catalog.bool
 LANGUAGE plpgsql VOLATILE PARALLEL SAFE
-SET search_path = pg_catalog, pg_temp
 AS $dlock$
 DECLARE
 	snap pg_catalog.pg_snapshot := pg_catalog.pg_current_snapshot();
@@ -309,7 +297,6 @@ CREATE FUNCTION @extschema@.dlock_sql_look(name pg_catalog.text, strict pg_catal
 	OUT holder pg_catalog.oid, OUT expires_at pg_catalog.timestamptz,
 	OUT released_at pg_catalog.timestamptz, OUT held pg_catalog.bool, OUT changed pg_catalog.bool)
 LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
-SET search_path = pg_catalog, pg_temp
 AS $dlock$
 DECLARE
 	lx pg_catalog.xid;
@@ -504,7 +491,6 @@ COMMENT ON FUNCTION @extschema@.dlock_remaining(pg_catalog.text, pg_catalog.int8
 CREATE FUNCTION @extschema@.dlock_sql_extend(name pg_catalog.text, token pg_catalog.int8, ttl pg_catalog.interval)
 RETURNS pg_catalog.bool
 LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
-SET search_path = pg_catalog, pg_temp
 AS $dlock$
 BEGIN
 	UPDATE @extschema@.dlock_expiry AS e
@@ -525,7 +511,6 @@ CREATE FUNCTION @extschema@.dlock_sql_holder_call(lock pg_catalog.text, tok pg_c
 	OUT holder pg_catalog.oid, OUT expires_at pg_catalog.timestamptz,
 	OUT released_at pg_catalog.timestamptz, OUT held pg_catalog.bool, OUT changed pg_catalog.bool)
 LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
-SET search_path = pg_catalog, pg_temp
 AS $dlock$
 BEGIN
 	PERFORM @extschema@.dlock_sql_writable(pg_catalog.format('dlock_%s()', action));
@@ -618,7 +603,6 @@ CREATE FUNCTION @extschema@.dlock_sql_write_new(name pg_catalog.text, last pg_ca
 	owner pg_catalog.text, caller pg_catalog.oid, now pg_catalog.timestamptz, expires_at pg_catalog.timestamptz)
 RETURNS void
 LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
-SET search_path = pg_catalog, pg_temp
 AS $dlock$
 DECLARE
 	hist record := @extschema@.dlock_sql_history();
@@ -628,6 +612,10 @@ BEGIN
 		INSERT INTO @extschema@.dlock_lease AS l
 			VALUES ($1, $3, $4, rolname, caller, hist.system_identifier, hist.counter_relfilenode, $6);
 		INSERT INTO @extschema@.dlock_expiry VALUES ($1, $3, $7, NULL);
+		-- The queue row comes with the lease row, committed before anyone
+		-- waits: a waiter that had to insert it would wait for the
+		-- inserting transaction, not in the row lock's queue (40_wait.sql).
+		INSERT INTO @extschema@.dlock_sql_queue VALUES ($1) ON CONFLICT DO NOTHING;
 		RETURN;
 	END IF;
 	UPDATE @extschema@.dlock_lease AS l
@@ -642,7 +630,7 @@ END
 $dlock$;
 REVOKE ALL ON FUNCTION @extschema@.dlock_sql_write_new(pg_catalog.text, pg_catalog.int8, pg_catalog.int8, pg_catalog.text, pg_catalog.oid, pg_catalog.timestamptz, pg_catalog.timestamptz) FROM PUBLIC;
 COMMENT ON FUNCTION @extschema@.dlock_sql_write_new(pg_catalog.text, pg_catalog.int8, pg_catalog.int8, pg_catalog.text, pg_catalog.oid, pg_catalog.timestamptz, pg_catalog.timestamptz) IS
-	'internal: write the rows of a new lease (insert for a new name, else update)';
+	'internal: write the rows of a new lease (insert for a new name, with its queue row; else update)';
 
 -- The hand-over, inside the exception block of the acquire (40_wait.sql):
 -- lock the lease row (FOR UPDATE: waits for every checker), then the
@@ -654,7 +642,6 @@ CREATE FUNCTION @extschema@.dlock_sql_take(name pg_catalog.text, ttl pg_catalog.
 	caller pg_catalog.oid, nowait pg_catalog.bool)
 RETURNS pg_catalog.int8
 LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
-SET search_path = pg_catalog, pg_temp
 AS $dlock$
 DECLARE
 	l record;
