@@ -24,20 +24,24 @@
 -- so that nothing of the writer's (a domain's CHECK on the token column,
 -- evaluated when the trigger fills a token in) ever runs as the extension's
 -- owner, who is the bootstrap superuser in the trusted extension.  It reads
--- only the catalogs and the row.  The lease is read by two SECURITY DEFINER
--- functions executable by PUBLIC: s4's dlock_sql_protect (dlock_check's
--- semantics) and dlock_sql_fence_stale below (the LK001 detail).  Both vouch
--- for a token as the session's role (SET ROLE's, else the session user),
--- never as the current user: this differs from the C edition, which vouches
--- for a carried token as the current user and for a declared one as the
--- role that declared it (docs/editions.md).  The SQL edition therefore
--- needs no special case for referential actions: a cascade runs as the
--- referencing table's owner, but the session's role is still the one that
--- changed the referenced row.
+-- only the catalogs and the row.  The lease is read by SECURITY DEFINER
+-- functions executable by PUBLIC: the core's dlock_sql_protect (dlock_check's
+-- semantics, 30_lease.sql) and dlock_sql_stale (the LK001 detail), and
+-- dlock_sql_fence_holder below.  dlock_sql_protect vouches for a token as
+-- the session's role (SET ROLE's, else the session user); a token the row
+-- carries is vouched for by the current user as well (as the C edition
+-- vouches for it: by the current user), so that a SECURITY DEFINER function
+-- owned by another role, or a referential action (which runs as the
+-- referencing table's owner), cannot write the holder's token with the
+-- caller's protection.  A declared token is vouched for by the session's
+-- role at the time of the write, where the C edition takes the role that
+-- declared it (docs/editions.md).
 --
 -- Settings a role can set itself (a declaration, the pending partition move
 -- below) are never trusted: every writer's token is checked again by
--- dlock_sql_protect, so a forged value can only make the fence refuse.
+-- dlock_sql_protect, so a forged value can make the fence refuse, or take a
+-- token that holds the lease for a write that would have needed a
+-- declaration, but never let a stale token through.
 --
 -- Partition moves.  An UPDATE that moves a row to another partition fires
 -- BEFORE UPDATE on the source partition, then BEFORE DELETE (no NEW row)
@@ -49,52 +53,28 @@
 -- in between forgets the move.  PL/pgSQL sees neither the row's TID nor the
 -- command id: the move is the statement's (statement_timestamp() and
 -- pg_trigger_depth()), the current user's, and the row is recognised by
--- its contents (md5 of its text form).
-
--- Raise LK001 for a token that does not hold the lease, saying why: the C
--- edition's FenceReject.  SECURITY DEFINER to read the lease tables.
-CREATE FUNCTION @extschema@.dlock_sql_fence_stale(name pg_catalog.text, token pg_catalog.int8)
-RETURNS pg_catalog.void
-LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE SECURITY DEFINER
-SET search_path = pg_catalog, pg_temp
-AS $dlock$
-DECLARE
-	lease_token pg_catalog.int8;
-	released pg_catalog.bool;
-	detail pg_catalog.text;
-BEGIN
-	SELECT l.token, l.released_at IS NOT NULL INTO lease_token, released
-	  FROM @extschema@.dlock_lease AS l
-	 WHERE l.name OPERATOR(pg_catalog.=) $1;
-	detail := CASE
-		WHEN lease_token IS NULL THEN 'The lock has never been acquired.'
-		WHEN lease_token OPERATOR(pg_catalog.>) $2 THEN 'The lock has since been acquired with a newer token.'
-		WHEN lease_token OPERATOR(pg_catalog.<) $2 THEN 'This token was never issued for this lock.'
-		WHEN released THEN 'The lease was released.'
-		ELSE 'The lease expired.' END;
-	RAISE EXCEPTION 'stale fencing token % for lock "%"', $2, $1
-		USING ERRCODE = 'LK001', DETAIL = detail;
-END
-$dlock$;
-COMMENT ON FUNCTION @extschema@.dlock_sql_fence_stale(pg_catalog.text, pg_catalog.int8) IS
-	'internal (dlock_fence): raise SQLSTATE LK001 for a token that does not hold the lease of name, with the reason as the detail';
-REVOKE ALL ON FUNCTION @extschema@.dlock_sql_fence_stale(pg_catalog.text, pg_catalog.int8) FROM PUBLIC;
-GRANT EXECUTE ON FUNCTION @extschema@.dlock_sql_fence_stale(pg_catalog.text, pg_catalog.int8) TO PUBLIC;
+-- its contents (md5 of its text form).  The statements of one query string
+-- share statement_timestamp(): a move left pending by an UPDATE that kept
+-- its row where it was may serve the next statement's DELETE of a row with
+-- the same contents, or INSERT of a row with the same lock and token, by
+-- the same user; the writer is checked again all the same.
 
 -- The trigger's configuration, checked on every call (the C edition's
 -- FenceCheckFiring, FenceConfigure, FenceColumn): how it fires, its
--- arguments, its columns.  Returns the lock name column ('' for a constant
--- lock name), whether the table is a partition, and whether a dlock_fence
--- trigger fences DELETE on it (a partition move's DELETE comes next).
+-- arguments, its columns: the slow path of dlock_fence's own check, which
+-- raises the error or passes (a domain over bigint, a lock name column,
+-- TRUNCATE).  Also returns whether the table is a partition and whether a
+-- dlock_fence trigger fences DELETE on it.
 CREATE FUNCTION @extschema@.dlock_sql_fence_config(relid pg_catalog.oid, tgname pg_catalog.name,
 	tgwhen pg_catalog.text, tglevel pg_catalog.text, tgop pg_catalog.text, args pg_catalog.text[],
-	OUT lock_column pg_catalog.text, OUT is_partition pg_catalog.bool, OUT fences_delete pg_catalog.bool)
+	OUT is_partition pg_catalog.bool, OUT fences_delete pg_catalog.bool, OUT ok pg_catalog.bool)
 LANGUAGE plpgsql STABLE PARALLEL UNSAFE SECURITY INVOKER
 AS $dlock$
 DECLARE
 	is_truncate CONSTANT pg_catalog.bool := tgop OPERATOR(pg_catalog.=) 'TRUNCATE';
 	nargs CONSTANT pg_catalog.int4 := COALESCE(pg_catalog.cardinality(args), 0);
 	c record;
+	lock_column pg_catalog.text;
 BEGIN
 	-- TG_ARGV counts from 0; a slice counts from 1.
 	args := args[pg_catalog.array_lower(args, 1):pg_catalog.array_upper(args, 1)];
@@ -149,7 +129,8 @@ BEGIN
 		PERFORM @extschema@.dlock_sql_fence_name(args[1]);
 	END IF;
 	is_partition := c.relispartition;
-	fences_delete := c.del;
+	fences_delete := c.relispartition AND c.del;
+	ok := true;
 END
 $dlock$;
 COMMENT ON FUNCTION @extschema@.dlock_sql_fence_config(pg_catalog.oid, pg_catalog.name, pg_catalog.text, pg_catalog.text, pg_catalog.text, pg_catalog.text[]) IS
@@ -252,15 +233,17 @@ $dlock$;
 COMMENT ON FUNCTION @extschema@.dlock_sql_fence_declared(pg_catalog.text, pg_catalog.name, pg_catalog.text, pg_catalog.text) IS
 	'internal (dlock_fence): the token this transaction declared for lock, or SQLSTATE LK001 naming what the write lacks';
 
--- The holder role of name's lease while token holds it, else NULL: for
--- dlock_sql_fence_check, which vouches for a carried token as the current
--- user too.  Only who presents the current token learns the holder role.
+-- The holder role of name's lease while token is its token, else NULL (the
+-- core's identity rule, dlock_sql_holder): for dlock_sql_fence_check, which
+-- vouches for a carried token as the current user too.  Only who presents
+-- the current token learns the holder role.
 CREATE FUNCTION @extschema@.dlock_sql_fence_holder(name pg_catalog.text, token pg_catalog.int8)
 RETURNS pg_catalog.oid
 LANGUAGE sql STABLE PARALLEL UNSAFE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
 AS $dlock$
-	SELECT l.role_oid FROM @extschema@.dlock_lease AS l
+	SELECT @extschema@.dlock_sql_holder(l.role, l.role_oid, l.role_system_identifier, l.role_counter_relfilenode)
+	  FROM @extschema@.dlock_lease AS l
 	 WHERE l.name OPERATOR(pg_catalog.=) $1 AND l.token OPERATOR(pg_catalog.=) $2;
 $dlock$;
 COMMENT ON FUNCTION @extschema@.dlock_sql_fence_holder(pg_catalog.text, pg_catalog.int8) IS
@@ -289,7 +272,7 @@ BEGIN
 			USING ERRCODE = 'LK001', DETAIL = pg_catalog.format('The row was written with the newer token %s.', row_token);
 	END IF;
 	IF NOT @extschema@.dlock_sql_protect(lock, writer) THEN
-		PERFORM @extschema@.dlock_sql_fence_stale(lock, writer);
+		PERFORM @extschema@.dlock_sql_stale(lock, writer);
 	END IF;
 	IF carried THEN
 		session_role := pg_catalog.current_setting('role');
@@ -299,11 +282,9 @@ BEGIN
 	END IF;
 	IF carried AND CURRENT_USER::pg_catalog.text OPERATOR(pg_catalog.<>) session_role THEN
 		holder := @extschema@.dlock_sql_fence_holder(lock, writer);
-		IF NOT pg_catalog.pg_has_role(CURRENT_USER, holder, 'MEMBER') THEN
-			RAISE EXCEPTION 'permission denied to check lock "%"', lock
-				USING ERRCODE = '42501',
-					  DETAIL = pg_catalog.format('The lease is held by role "%s"; only that role and its members may vouch for its token.',
-											   pg_catalog.pg_get_userbyid(holder));
+		IF NOT @extschema@.dlock_sql_acts_for(
+				(SELECT r.oid FROM pg_catalog.pg_roles AS r WHERE r.rolname OPERATOR(pg_catalog.=) CURRENT_USER), holder) THEN
+			PERFORM @extschema@.dlock_sql_deny(lock, holder, 'check');
 		END IF;
 	END IF;
 END
@@ -340,20 +321,46 @@ $dlock$;
 COMMENT ON FUNCTION @extschema@.dlock_sql_fence_move(pg_catalog.text) IS
 	'internal (dlock_fence): the partition move pending at stage for this statement and user, if any; forgets any pending move';
 
--- An UPDATE (FenceUpdate): the new row's lock against the new token if the
--- statement changes it, else against the declared one; a changed lock name
--- also against the token declared for the old lock (tokens compared per
--- lock).  w is the new lock's writer, ow the old lock's; fill: write w
--- into the new row's token column (a NULL token, or a move that leaves
--- the token alone, whose old token belongs to the old lock).
-CREATE FUNCTION @extschema@.dlock_sql_fence_update(lock pg_catalog.text, old_lock pg_catalog.text,
+-- Remember the partition move an UPDATE of a partition may be making (see
+-- above): its DELETE comes next where a dlock_fence trigger fences DELETE
+-- (FenceRelFencesDelete), else its INSERT.
+CREATE FUNCTION @extschema@.dlock_sql_fence_moving(relid pg_catalog.oid, old_row pg_catalog.text,
+	old_lock pg_catalog.text, lock pg_catalog.text, tok pg_catalog.int8, old_writer pg_catalog.int8, writer pg_catalog.int8)
+RETURNS void
+LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE SECURITY INVOKER
+AS $dlock$
+DECLARE
+	fences_delete CONSTANT pg_catalog.bool := EXISTS (
+		SELECT FROM pg_catalog.pg_trigger AS d
+		 WHERE d.tgrelid OPERATOR(pg_catalog.=) relid
+		   AND d.tgfoid OPERATOR(pg_catalog.=) '@extschema@.dlock_fence()'::pg_catalog.regprocedure
+		   AND d.tgenabled OPERATOR(pg_catalog.<>) 'D'
+		   AND (d.tgtype::pg_catalog.int4 OPERATOR(pg_catalog.&) 75) OPERATOR(pg_catalog.=) 11);
+BEGIN
+	PERFORM pg_catalog.set_config('dlock_sql.fence_move', pg_catalog.array_to_string(ARRAY[
+		CASE WHEN fences_delete THEN 'delete' ELSE 'insert' END,
+		pg_catalog.statement_timestamp()::pg_catalog.text, pg_catalog.pg_trigger_depth()::pg_catalog.text,
+		CURRENT_USER::pg_catalog.text, relid::pg_catalog.text, old_row,
+		old_lock, lock, tok::pg_catalog.text, old_writer::pg_catalog.text, writer::pg_catalog.text], pg_catalog.chr(1)), true);
+END
+$dlock$;
+COMMENT ON FUNCTION @extschema@.dlock_sql_fence_moving(pg_catalog.oid, pg_catalog.text, pg_catalog.text, pg_catalog.text, pg_catalog.int8, pg_catalog.int8, pg_catalog.int8) IS
+	'internal (dlock_fence): remember the partition move an UPDATE of a fenced partition may be making';
+
+-- An UPDATE that moves the row to another lock (the rest of FenceUpdate;
+-- dlock_fence does an UPDATE that keeps its lock itself): the new row's
+-- lock against the new token if the statement changes it, else against
+-- the token declared for it, and the old lock against the token declared
+-- for it (tokens compared per lock).  w is the new lock's writer, ow the
+-- old lock's; fill: write w into the new row (a NULL token, or a token left
+-- alone, which belongs to the old lock).
+CREATE FUNCTION @extschema@.dlock_sql_fence_move_lock(lock pg_catalog.text, old_lock pg_catalog.text,
 	tok pg_catalog.int8, old_tok pg_catalog.int8, relname pg_catalog.name, token_column pg_catalog.text,
 	OUT w pg_catalog.int8, OUT ow pg_catalog.int8, OUT fill pg_catalog.bool)
 LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE SECURITY INVOKER
 AS $dlock$
 DECLARE
 	carried CONSTANT pg_catalog.bool := tok IS NOT NULL AND (old_tok IS NULL OR tok OPERATOR(pg_catalog.<>) old_tok);
-	moved CONSTANT pg_catalog.bool := lock OPERATOR(pg_catalog.<>) old_lock COLLATE "C";
 BEGIN
 	IF carried THEN
 		w := tok;
@@ -361,106 +368,171 @@ BEGIN
 		w := @extschema@.dlock_sql_fence_declared(lock, relname, token_column,
 												   CASE WHEN tok IS NULL THEN 'null' ELSE 'unchanged' END);
 	END IF;
-	fill := tok IS NULL OR (moved AND w OPERATOR(pg_catalog.<>) tok);
-	IF NOT moved THEN
-		PERFORM @extschema@.dlock_sql_fence_check(lock, w, old_tok, carried);
-		ow := w;
+	fill := tok IS NULL OR w OPERATOR(pg_catalog.<>) tok;
+	PERFORM @extschema@.dlock_sql_fence_check(lock, w, NULL, carried);
+	ow := @extschema@.dlock_sql_fence_declared(old_lock, relname, token_column, 'old lock');
+	PERFORM @extschema@.dlock_sql_fence_check(old_lock, ow, old_tok, false);
+END
+$dlock$;
+COMMENT ON FUNCTION @extschema@.dlock_sql_fence_move_lock(pg_catalog.text, pg_catalog.text, pg_catalog.int8, pg_catalog.int8, pg_catalog.name, pg_catalog.text) IS
+	'internal (dlock_fence): check the writers of an UPDATE that moves a fenced row from one lock to another';
+
+-- BEFORE INSERT (FenceInsert): the writer's token is the row's, or for a
+-- NULL token the declared one (returned, to be filled in), or for the
+-- INSERT half of a partition move the one its UPDATE checked.
+CREATE FUNCTION @extschema@.dlock_sql_fence_insert(lock pg_catalog.text, tok pg_catalog.int8,
+	relid pg_catalog.oid, relname pg_catalog.name, token_column pg_catalog.text, is_partition pg_catalog.bool)
+RETURNS pg_catalog.int8
+LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE SECURITY INVOKER
+AS $dlock$
+DECLARE
+	move CONSTANT pg_catalog.text[] := @extschema@.dlock_sql_fence_move('insert');
+	w pg_catalog.int8;
+BEGIN
+	IF move IS NOT NULL AND tok IS NOT NULL AND is_partition
+	   AND tok::pg_catalog.text OPERATOR(pg_catalog.=) move[9] AND lock OPERATOR(pg_catalog.=) move[8] COLLATE pg_catalog."C"
+	   AND pg_catalog.pg_partition_root(relid) OPERATOR(pg_catalog.=) pg_catalog.pg_partition_root(move[5]::pg_catalog.oid) THEN
+		PERFORM @extschema@.dlock_sql_fence_check(lock, move[11]::pg_catalog.int8, NULL, false);
+		RETURN NULL;
+	END IF;
+	IF tok IS NOT NULL THEN
+		PERFORM @extschema@.dlock_sql_fence_check(lock, tok, NULL, true);
+		RETURN NULL;
+	END IF;
+	w := @extschema@.dlock_sql_fence_declared(lock, relname, token_column, 'null');
+	PERFORM @extschema@.dlock_sql_fence_check(lock, w, NULL, false);
+	RETURN w;
+END
+$dlock$;
+COMMENT ON FUNCTION @extschema@.dlock_sql_fence_insert(pg_catalog.text, pg_catalog.int8, pg_catalog.oid, pg_catalog.name, pg_catalog.text, pg_catalog.bool) IS
+	'internal (dlock_fence): check the writer of an INSERT of a fenced row; the declared token to fill in for a NULL one';
+
+-- BEFORE DELETE (FenceDelete): the old row's lock against the declared
+-- token, or for the DELETE half of a partition move against the token its
+-- UPDATE checked for the old lock (the move then waits for its INSERT).
+CREATE FUNCTION @extschema@.dlock_sql_fence_delete(lock pg_catalog.text, tok pg_catalog.int8, old_row pg_catalog.jsonb,
+	relid pg_catalog.oid, relname pg_catalog.name, token_column pg_catalog.text)
+RETURNS void
+LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE SECURITY INVOKER
+AS $dlock$
+DECLARE
+	move pg_catalog.text[] := @extschema@.dlock_sql_fence_move('delete');
+BEGIN
+	IF move IS NOT NULL AND move[5] OPERATOR(pg_catalog.=) relid::pg_catalog.text
+	   AND move[6] OPERATOR(pg_catalog.=) pg_catalog.md5(old_row::pg_catalog.text) AND lock OPERATOR(pg_catalog.=) move[7] COLLATE pg_catalog."C" THEN
+		move[1] := 'insert';
+		PERFORM pg_catalog.set_config('dlock_sql.fence_move', pg_catalog.array_to_string(move, pg_catalog.chr(1)), true);
+		PERFORM @extschema@.dlock_sql_fence_check(lock, move[10]::pg_catalog.int8, tok, false);
 	ELSE
-		PERFORM @extschema@.dlock_sql_fence_check(lock, w, NULL, carried);
-		ow := @extschema@.dlock_sql_fence_declared(old_lock, relname, token_column, 'old lock');
-		PERFORM @extschema@.dlock_sql_fence_check(old_lock, ow, old_tok, false);
+		PERFORM @extschema@.dlock_sql_fence_check(lock,
+			@extschema@.dlock_sql_fence_declared(lock, relname, token_column, 'delete'), tok, false);
 	END IF;
 END
 $dlock$;
-COMMENT ON FUNCTION @extschema@.dlock_sql_fence_update(pg_catalog.text, pg_catalog.text, pg_catalog.int8, pg_catalog.int8, pg_catalog.name, pg_catalog.text) IS
-	'internal (dlock_fence): check the writers of an UPDATE of a fenced row, per lock';
+COMMENT ON FUNCTION @extschema@.dlock_sql_fence_delete(pg_catalog.text, pg_catalog.int8, pg_catalog.jsonb, pg_catalog.oid, pg_catalog.name, pg_catalog.text) IS
+	'internal (dlock_fence): check the writer of a DELETE of a fenced row';
 
 -- dlock_fence(lock, token_column [, kind]): the fencing trigger.  lock is
 -- the lock name, or with kind 'column' the name of a text column that
--- holds each row's lock name.
+-- holds each row's lock name.  An UPDATE that keeps its row's lock, the
+-- common write, is done here with no call of another PL/pgSQL function
+-- unless it is refused.
 CREATE FUNCTION @extschema@.dlock_fence()
 RETURNS trigger
 LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE SECURITY INVOKER
 AS $dlock$
 DECLARE
-	cfg record;
+	ok pg_catalog.bool;
 	tokcol CONSTANT pg_catalog.text := TG_ARGV[1];
+	lockcol CONSTANT pg_catalog.text := CASE WHEN TG_NARGS OPERATOR(pg_catalog.=) 3
+		AND TG_ARGV[2] OPERATOR(pg_catalog.=) 'column' THEN TG_ARGV[0] ELSE '' END;
 	j pg_catalog.jsonb;
 	oj pg_catalog.jsonb;
-	lock pg_catalog.text;
-	old_lock pg_catalog.text;
+	lock pg_catalog.text := TG_ARGV[0];
+	old_lock pg_catalog.text := TG_ARGV[0];
 	tok pg_catalog.int8;
 	old_tok pg_catalog.int8;
+	w pg_catalog.int8;
+	ow pg_catalog.int8;
+	fill pg_catalog.bool := false;
 	u record;
-	move pg_catalog.text[];
 BEGIN
-	cfg := @extschema@.dlock_sql_fence_config(TG_RELID, TG_NAME, TG_WHEN, TG_LEVEL, TG_OP, TG_ARGV);
+	-- The configuration, on every call, in two catalog lookups: how the
+	-- trigger fires, its arguments, a bigint token column (type OID 20).
+	-- What does not pass (a domain over bigint among it, a lock name
+	-- column, TRUNCATE) goes to dlock_sql_fence_config, which raises the C
+	-- edition's error or passes.
+	ok := TG_WHEN OPERATOR(pg_catalog.=) 'BEFORE' AND TG_LEVEL OPERATOR(pg_catalog.=) 'ROW'
+		AND (TG_NARGS OPERATOR(pg_catalog.=) 2 OR (TG_NARGS OPERATOR(pg_catalog.=) 3 AND TG_ARGV[2] OPERATOR(pg_catalog.=) 'name'))
+		AND TG_ARGV[0] OPERATOR(pg_catalog.<>) '' AND pg_catalog.octet_length(TG_ARGV[0]) OPERATOR(pg_catalog.<=) 255
+		AND (SELECT pg_catalog.cardinality(t.tgattr::pg_catalog.int2[]) OPERATOR(pg_catalog.=) 0 AND t.tgqual IS NULL
+			   FROM pg_catalog.pg_trigger AS t
+			  WHERE t.tgrelid OPERATOR(pg_catalog.=) TG_RELID AND t.tgname OPERATOR(pg_catalog.=) TG_NAME)
+		AND (SELECT a.atttypid OPERATOR(pg_catalog.=) 20
+			   FROM pg_catalog.pg_attribute AS a
+			  WHERE a.attrelid OPERATOR(pg_catalog.=) TG_RELID AND a.attname OPERATOR(pg_catalog.=) tokcol
+				AND a.attnum OPERATOR(pg_catalog.>) 0 AND NOT a.attisdropped);
+	IF ok IS NOT TRUE THEN
+		PERFORM @extschema@.dlock_sql_fence_config(TG_RELID, TG_NAME, TG_WHEN, TG_LEVEL, TG_OP, TG_ARGV);
+	END IF;
 	IF TG_OP OPERATOR(pg_catalog.=) 'TRUNCATE' THEN
 		PERFORM @extschema@.dlock_sql_fence_move('');
-		PERFORM @extschema@.dlock_sql_fence_check(TG_ARGV[0],
-			@extschema@.dlock_sql_fence_declared(TG_ARGV[0], TG_TABLE_NAME, tokcol, 'truncate'), NULL, false);
+		PERFORM @extschema@.dlock_sql_fence_check(lock,
+			@extschema@.dlock_sql_fence_declared(lock, TG_TABLE_NAME, tokcol, 'truncate'), NULL, false);
 		RETURN NULL;
 	END IF;
 	IF TG_OP OPERATOR(pg_catalog.<>) 'INSERT' THEN
 		oj := pg_catalog.to_jsonb(OLD);
-		old_lock := CASE WHEN cfg.lock_column OPERATOR(pg_catalog.=) '' THEN TG_ARGV[0]
-			ELSE @extschema@.dlock_sql_fence_name(oj OPERATOR(pg_catalog.->>) cfg.lock_column, TG_TABLE_NAME, cfg.lock_column) END;
 		old_tok := (oj OPERATOR(pg_catalog.->>) tokcol)::pg_catalog.int8;
+		IF lockcol OPERATOR(pg_catalog.<>) '' THEN
+			old_lock := @extschema@.dlock_sql_fence_name(oj OPERATOR(pg_catalog.->>) lockcol, TG_TABLE_NAME, lockcol);
+		END IF;
 	END IF;
-	IF TG_OP OPERATOR(pg_catalog.<>) 'DELETE' THEN
-		j := pg_catalog.to_jsonb(NEW);
-		lock := CASE WHEN cfg.lock_column OPERATOR(pg_catalog.=) '' THEN TG_ARGV[0]
-			ELSE @extschema@.dlock_sql_fence_name(j OPERATOR(pg_catalog.->>) cfg.lock_column, TG_TABLE_NAME, cfg.lock_column) END;
-		tok := (j OPERATOR(pg_catalog.->>) tokcol)::pg_catalog.int8;
+	IF TG_OP OPERATOR(pg_catalog.=) 'DELETE' THEN
+		PERFORM @extschema@.dlock_sql_fence_delete(old_lock, old_tok, oj, TG_RELID, TG_TABLE_NAME, tokcol);
+		RETURN OLD;
 	END IF;
-
+	j := pg_catalog.to_jsonb(NEW);
+	tok := (j OPERATOR(pg_catalog.->>) tokcol)::pg_catalog.int8;
+	IF lockcol OPERATOR(pg_catalog.<>) '' THEN
+		lock := @extschema@.dlock_sql_fence_name(j OPERATOR(pg_catalog.->>) lockcol, TG_TABLE_NAME, lockcol);
+	END IF;
 	IF TG_OP OPERATOR(pg_catalog.=) 'INSERT' THEN
-		-- The row's token, or for a NULL one the declared token (filled
-		-- in), or for the INSERT half of a partition move its UPDATE's.
-		move := @extschema@.dlock_sql_fence_move('insert');
-		IF move IS NOT NULL AND tok IS NOT NULL AND cfg.is_partition
-		   AND tok::pg_catalog.text OPERATOR(pg_catalog.=) move[9] AND lock OPERATOR(pg_catalog.=) move[8] COLLATE "C"
-		   AND pg_catalog.pg_partition_root(TG_RELID) OPERATOR(pg_catalog.=) pg_catalog.pg_partition_root(move[5]::pg_catalog.oid) THEN
-			PERFORM @extschema@.dlock_sql_fence_check(lock, move[11]::pg_catalog.int8, NULL, false);
-		ELSIF tok IS NULL THEN
-			tok := @extschema@.dlock_sql_fence_declared(lock, TG_TABLE_NAME, tokcol, 'null');
-			NEW := pg_catalog.jsonb_populate_record(NEW, pg_catalog.jsonb_build_object(tokcol, tok));
-			PERFORM @extschema@.dlock_sql_fence_check(lock, tok, NULL, false);
-		ELSE
-			PERFORM @extschema@.dlock_sql_fence_check(lock, tok, NULL, true);
+		w := @extschema@.dlock_sql_fence_insert(lock, tok, TG_RELID, TG_TABLE_NAME, tokcol,
+												pg_catalog.pg_partition_root(TG_RELID) OPERATOR(pg_catalog.<>) TG_RELID);
+		IF w IS NOT NULL THEN
+			NEW := pg_catalog.jsonb_populate_record(NEW, pg_catalog.jsonb_build_object(tokcol, w));
 		END IF;
 		RETURN NEW;
 	END IF;
 
-	IF TG_OP OPERATOR(pg_catalog.=) 'DELETE' THEN
-		-- The declared token, or for the DELETE half of a partition move
-		-- the token its UPDATE checked for the old lock.
-		move := @extschema@.dlock_sql_fence_move('delete');
-		IF move IS NOT NULL AND move[5] OPERATOR(pg_catalog.=) TG_RELID::pg_catalog.text
-		   AND move[6] OPERATOR(pg_catalog.=) pg_catalog.md5(oj::pg_catalog.text) AND old_lock OPERATOR(pg_catalog.=) move[7] COLLATE "C" THEN
-			move[1] := 'insert';
-			PERFORM pg_catalog.set_config('dlock_sql.fence_move', pg_catalog.array_to_string(move, pg_catalog.chr(1)), true);
-			PERFORM @extschema@.dlock_sql_fence_check(old_lock, move[10]::pg_catalog.int8, old_tok, false);
-		ELSE
-			PERFORM @extschema@.dlock_sql_fence_check(old_lock,
-				@extschema@.dlock_sql_fence_declared(old_lock, TG_TABLE_NAME, tokcol, 'delete'), old_tok, false);
+	-- UPDATE (FenceUpdate).  Any call of the trigger forgets a pending move.
+	IF pg_catalog.current_setting('dlock_sql.fence_move', true) OPERATOR(pg_catalog.<>) '' THEN
+		PERFORM pg_catalog.set_config('dlock_sql.fence_move', '', true);
+	END IF;
+	IF lock OPERATOR(pg_catalog.<>) old_lock COLLATE pg_catalog."C" THEN
+		u := @extschema@.dlock_sql_fence_move_lock(lock, old_lock, tok, old_tok, TG_TABLE_NAME, tokcol);
+		w := u.w;
+		ow := u.ow;
+		fill := u.fill;
+	ELSIF tok IS NOT NULL AND (old_tok IS NULL OR tok OPERATOR(pg_catalog.<>) old_tok) THEN
+		w := tok;
+		PERFORM @extschema@.dlock_sql_fence_check(lock, w, old_tok, true);
+	ELSE
+		w := @extschema@.dlock_sql_declared(lock);
+		IF w IS NULL OR w OPERATOR(pg_catalog.<) old_tok OR NOT @extschema@.dlock_sql_protect(lock, w) THEN
+			PERFORM @extschema@.dlock_sql_fence_check(lock,
+				@extschema@.dlock_sql_fence_declared(lock, TG_TABLE_NAME, tokcol, CASE WHEN tok IS NULL THEN 'null' ELSE 'unchanged' END),
+				old_tok, false);
 		END IF;
-		RETURN OLD;
 	END IF;
-
-	PERFORM @extschema@.dlock_sql_fence_move('');
-	u := @extschema@.dlock_sql_fence_update(lock, old_lock, tok, old_tok, TG_TABLE_NAME, tokcol);
-	IF u.fill THEN
-		NEW := pg_catalog.jsonb_populate_record(NEW, pg_catalog.jsonb_build_object(tokcol, u.w));
-		tok := u.w;
+	IF tok IS NULL OR fill THEN
+		NEW := pg_catalog.jsonb_populate_record(NEW, pg_catalog.jsonb_build_object(tokcol, w));
+		tok := w;
 	END IF;
-	IF cfg.is_partition THEN
-		-- Without a fenced DELETE (no BEFORE DELETE trigger) the INSERT comes next.
-		PERFORM pg_catalog.set_config('dlock_sql.fence_move', pg_catalog.array_to_string(ARRAY[
-			CASE WHEN cfg.fences_delete THEN 'delete' ELSE 'insert' END,
-			pg_catalog.statement_timestamp()::pg_catalog.text, pg_catalog.pg_trigger_depth()::pg_catalog.text,
-			CURRENT_USER::pg_catalog.text, TG_RELID::pg_catalog.text, pg_catalog.md5(oj::pg_catalog.text),
-			old_lock, lock, tok::pg_catalog.text, u.ow::pg_catalog.text, u.w::pg_catalog.text], pg_catalog.chr(1)), true);
+	IF pg_catalog.pg_partition_root(TG_RELID) OPERATOR(pg_catalog.<>) TG_RELID THEN
+		PERFORM @extschema@.dlock_sql_fence_moving(TG_RELID, pg_catalog.md5(oj::pg_catalog.text), old_lock, lock, tok,
+												   COALESCE(ow, w), w);
 	END IF;
 	RETURN NEW;
 END

@@ -4,7 +4,9 @@
 # run against the SQL edition (see README.md here).
 #
 #   transform.py regress SRC_SQL SRC_EXPECTED OUT_SQL OUT_EXPECTED
-#   transform.py isolation SRC_SPEC OUT_SPEC EDITION_SCRIPT
+#   transform.py isolation SRC_SPEC OUT_SPEC
+#   transform.py isolation-expected SRC_EXPECTED OUT_EXPECTED
+#   transform.py installer EDITION_SCRIPT PIN_SQL
 #
 # regress: the same rewriting of the test file and of its expected output
 # (pg_regress echoes every input line, so both carry the same lines):
@@ -15,18 +17,26 @@
 # and a block that installs an earlier version of the C edition (DROP
 # EXTENSION dlock; CREATE EXTENSION dlock VERSION '1.x'; ... up to the next
 # CREATE EXTENSION dlock; or the end) is left out: the SQL edition has no
-# earlier version.  Each included file starts with \set ECHO none (echoed)
+# earlier version, and so are the blocks differences.SKIP names.  The
+# expected output then gets differences.EXPECTED's replacements: where the
+# SQL edition's output differs, and why.  Each included file starts with \set ECHO none (echoed)
 # and ends with \set ECHO all, so the expected output gains that one line.
 #
-# isolation: CREATE EXTENSION dlock; in a setup block becomes the edition's
-# script inline (installed by the admin role), DROP EXTENSION dlock; drops
-# its schema, and the token pin becomes the SQL edition's.
+# isolation: CREATE EXTENSION dlock; in a setup block becomes a call of
+# dlock_sql_test.install(), which installs the edition as the admin role,
+# DROP EXTENSION dlock; one of dlock_sql_test.uninstall(), and the token pin
+# one of dlock_sql_test.pin(); installer prints the SQL that makes them.
+import os
 import re
 import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import differences  # noqa: E402
 
 INCLUDE_ECHO = "\\set ECHO none"
 PIN_START = "INSERT INTO dlock_epoch"
 SKIPPED = "-- (SQL edition: a block that installs an earlier C edition is left out)"
+SKIPPED_INTERNALS = "-- (SQL edition: a block that tests the C edition's internals is left out)"
 
 
 def include(name, expected):
@@ -72,31 +82,85 @@ def rewrite(lines, expected):
     return out
 
 
+def skip_blocks(name, sql_lines, exp_lines):
+    """Leave out differences.SKIP's blocks: in the test file from its first
+    line to its last, in the expected output from its first line to the
+    line that follows the last one in the test file (past the last one's
+    output)."""
+    for first, last in differences.SKIP.get(name, []):
+        i = sql_lines.index(first)
+        j = sql_lines.index(last, i)
+        k = exp_lines.index(first)
+        e = exp_lines.index(last, k)
+        if j + 1 >= len(sql_lines) - 1:
+            m = len(exp_lines) - 1  # to the end, but for the final newline
+        else:
+            m = exp_lines.index(sql_lines[j + 1], e + 1)
+        sql_lines[i:j + 1] = [SKIPPED_INTERNALS]
+        exp_lines[k:m] = [SKIPPED_INTERNALS]
+
+
 def regress(src_sql, src_exp, out_sql, out_exp):
-    for src, dst, exp in ((src_sql, out_sql, False), (src_exp, out_exp, True)):
-        with open(src) as f:
-            lines = f.read().split("\n")
-        with open(dst, "w") as f:
-            f.write("\n".join(rewrite(lines, exp)))
+    name = os.path.basename(src_sql)[:-len(".sql")]
+    with open(src_sql) as f:
+        sql_lines = rewrite(f.read().split("\n"), False)
+    with open(src_exp) as f:
+        exp_lines = rewrite(f.read().split("\n"), True)
+    skip_blocks(name, sql_lines, exp_lines)
+    exp = "\n".join(exp_lines)
+    for old, new in differences.expected(name, int(os.environ.get("DLOCK_PG_MAJOR", "99"))):
+        if exp.count(old) != 1:
+            sys.exit("differences.py: %s: a rule's text is found %d times, not once:\n%s"
+                     % (name, exp.count(old), old))
+        exp = exp.replace(old, new)
+    with open(out_sql, "w") as f:
+        f.write("\n".join(sql_lines))
+    with open(out_exp, "w") as f:
+        f.write(exp)
 
 
-def isolation(src_spec, out_spec, script, pin):
+def isolation(src_spec, out_spec):
+    """A spec's SQL blocks end at the first "}", so the edition cannot be
+    inlined: its setup calls functions that the runner made beforehand
+    (installer, below)."""
     with open(src_spec) as f:
         text = f.read()
+    text = text.replace("CREATE EXTENSION dlock;", "CALL dlock_sql_test.install();")
+    text = text.replace("DROP EXTENSION dlock;", "CALL dlock_sql_test.uninstall();")
+    text = re.sub(r"INSERT INTO dlock_epoch[^;]*;", "CALL dlock_sql_test.pin();", text)
+    with open(out_spec, "w") as f:
+        f.write(text)
+
+
+def installer(script, pin):
+    """SQL that makes schema dlock_sql_test with install(), uninstall() and
+    pin() for the isolation specs: the superuser's functions; install()
+    runs the edition's script as dlock_sql_admin."""
     with open(script) as f:
         edition = f.read()
     with open(pin) as f:
-        pin_sql = f.read()
-    create = ("SET client_min_messages = warning;\n"
-              "GRANT CREATE ON SCHEMA public TO dlock_sql_admin;\n"
-              "SET ROLE dlock_sql_admin;\n" + edition +
-              "\nRESET ROLE;\n" + EVENT_TRIGGER + "RESET client_min_messages;\n")
-    text = text.replace("CREATE EXTENSION dlock;", create)
-    text = text.replace("DROP EXTENSION dlock;",
-                        "SET client_min_messages = warning;\n" + DROP + "RESET client_min_messages;\n")
-    text = re.sub(r"INSERT INTO dlock_epoch[^;]*;", lambda m: pin_sql, text)
-    with open(out_spec, "w") as f:
-        f.write(text)
+        pin_sql = f.read() or "SELECT 1;"
+    for tag in ("$dlock_sql_test_e$", "$dlock_sql_test_f$"):
+        assert tag not in edition and tag not in pin_sql
+    return ("CREATE SCHEMA dlock_sql_test;\n"
+            "CREATE PROCEDURE dlock_sql_test.install() LANGUAGE plpgsql AS $dlock_sql_test_f$\n"
+            "BEGIN\n"
+            "  GRANT CREATE ON SCHEMA public TO dlock_sql_admin;\n"
+            "  PERFORM set_config('client_min_messages', 'warning', true);\n"
+            "  PERFORM set_config('role', 'dlock_sql_admin', true);\n"
+            "  EXECUTE $dlock_sql_test_e$" + edition + "$dlock_sql_test_e$;\n"
+            "  PERFORM set_config('role', 'none', true);\n"
+            "  EXECUTE $dlock_sql_test_e$" + EVENT_TRIGGER + "$dlock_sql_test_e$;\n"
+            "END $dlock_sql_test_f$;\n"
+            "CREATE PROCEDURE dlock_sql_test.uninstall() LANGUAGE plpgsql AS $dlock_sql_test_f$\n"
+            "BEGIN\n"
+            "  PERFORM set_config('client_min_messages', 'warning', true);\n"
+            "  EXECUTE $dlock_sql_test_e$" + DROP + "$dlock_sql_test_e$;\n"
+            "END $dlock_sql_test_f$;\n"
+            "CREATE PROCEDURE dlock_sql_test.pin() LANGUAGE plpgsql AS $dlock_sql_test_f$\n"
+            "BEGIN\n"
+            "  EXECUTE $dlock_sql_test_e$" + pin_sql + "$dlock_sql_test_e$;\n"
+            "END $dlock_sql_test_f$;\n")
 
 
 def copies(c_script, sql_file):
@@ -125,24 +189,31 @@ def copies(c_script, sql_file):
 # DROP EXTENSION, for an edition installed into public: every object whose
 # name starts with dlock_, and the event trigger.
 DROP = """DO $drop$
-DECLARE o record;
+DECLARE
+  stmts text[];
+  stmt text;
 BEGIN
+  -- Every statement is made before the first runs: a CASCADE drops
+  -- dependent objects of the edition too, which IF EXISTS then skips.
+  SELECT array_agg(x.stmt ORDER BY x.ord) INTO stmts FROM (
+    SELECT 1 AS ord, format(CASE c.relkind WHEN 'v' THEN 'DROP VIEW IF EXISTS public.%I CASCADE'
+                            WHEN 'S' THEN 'DROP SEQUENCE IF EXISTS public.%I CASCADE'
+                            ELSE 'DROP TABLE IF EXISTS public.%I CASCADE' END, c.relname) AS stmt
+      FROM pg_class c
+     WHERE c.relnamespace = 'public'::regnamespace AND c.relname LIKE 'dlock\\_%'
+       AND c.relkind IN ('r', 'v', 'S', 'p')
+    UNION ALL
+    SELECT 2, format('DROP ROUTINE IF EXISTS public.%I(%s) CASCADE', p.proname, pg_get_function_identity_arguments(p.oid))
+      FROM pg_proc p
+     WHERE p.pronamespace = 'public'::regnamespace AND p.proname LIKE 'dlock\\_%'
+    UNION ALL
+    SELECT 3, format('DROP TYPE IF EXISTS public.%I CASCADE', t.typname)
+      FROM pg_type t
+     WHERE t.typnamespace = 'public'::regnamespace AND t.typname LIKE 'dlock\\_%'
+       AND t.typrelid = 0 AND t.typelem = 0) AS x;
   DROP EVENT TRIGGER IF EXISTS dlock_fence_ddl;
-  FOR o IN SELECT c.oid::regclass AS what, c.relkind FROM pg_class c
-            WHERE c.relnamespace = 'public'::regnamespace AND c.relname LIKE 'dlock\\_%'
-              AND c.relkind IN ('r', 'v', 'S', 'p') LOOP
-    EXECUTE format(CASE o.relkind WHEN 'v' THEN 'DROP VIEW IF EXISTS %s CASCADE'
-                   WHEN 'S' THEN 'DROP SEQUENCE IF EXISTS %s CASCADE'
-                   ELSE 'DROP TABLE IF EXISTS %s CASCADE' END, o.what);
-  END LOOP;
-  FOR o IN SELECT p.oid::regprocedure AS what FROM pg_proc p
-            WHERE p.pronamespace = 'public'::regnamespace AND p.proname LIKE 'dlock\\_%' LOOP
-    EXECUTE format('DROP ROUTINE IF EXISTS %s CASCADE', o.what);
-  END LOOP;
-  FOR o IN SELECT t.oid::regtype AS what FROM pg_type t
-            WHERE t.typnamespace = 'public'::regnamespace AND t.typname LIKE 'dlock\\_%'
-              AND t.typrelid = 0 AND t.typelem = 0 LOOP
-    EXECUTE format('DROP TYPE IF EXISTS %s CASCADE', o.what);
+  FOREACH stmt IN ARRAY coalesce(stmts, '{}') LOOP
+    EXECUTE stmt;
   END LOOP;
 END $drop$;
 """
@@ -163,7 +234,14 @@ if __name__ == "__main__":
     if sys.argv[1] == "regress":
         regress(*sys.argv[2:6])
     elif sys.argv[1] == "isolation":
-        isolation(*sys.argv[2:6])
+        isolation(*sys.argv[2:4])
+    elif sys.argv[1] == "isolation-expected":
+        with open(sys.argv[2]) as f:
+            text = f.read()
+        with open(sys.argv[3], "w") as f:
+            f.write(differences.isolation_expected(text))
+    elif sys.argv[1] == "installer":
+        sys.stdout.write(installer(*sys.argv[2:4]))
     elif sys.argv[1] == "event-trigger":
         sys.stdout.write(EVENT_TRIGGER)
     elif sys.argv[1] == "drop":
