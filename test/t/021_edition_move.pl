@@ -204,6 +204,31 @@ for my $db ('move_sql', 'move_c2')
 	is(sql($db, $leases_query), $before, "$db: the refusals changed nothing");
 }
 
+# The export's lock: an acquire waits while the exporting transaction is
+# open, and then gets a token above the exported highest one.
+for my $db ('move_sql', 'move_c2')
+{
+	my $exp = $node->background_psql($db);
+	$exp->query_safe('BEGIN');
+	my $highest_now = $exp->query_safe(q{SELECT dlock_export() ->> 'highest_token'});
+	my $acq = $node->background_psql($db, on_error_stop => 0);
+	my $pid = $acq->query_safe('SELECT pg_backend_pid()');
+	$acq->query_until(qr/started/,
+		"\\echo started\nSELECT dlock_acquire('after-export', '1 min', '1 min');\n");
+	ok( $node->poll_query_until(
+			$db, "SELECT wait_event_type = 'Lock' FROM pg_stat_activity WHERE pid = $pid"),
+		"$db: an acquire waits while the export's transaction is open");
+	is(sql($db, q{SELECT count(*) FROM dlock_leases WHERE name = 'after-export'}), '0',
+		"$db: and has not taken the lease");
+	$exp->query_safe('COMMIT');
+	ok($node->poll_query_until($db, q{SELECT held FROM dlock_leases WHERE name = 'after-export'}),
+		"$db: it takes the lease once the export's transaction ends");
+	cmp_ok(sql($db, q{SELECT token FROM dlock_leases WHERE name = 'after-export'}), '>', $highest_now,
+		"$db: with a token above the exported highest one");
+	$acq->quit;
+	$exp->quit;
+}
+
 # An empty database, and replace => true over leases that are not held; a
 # held lease of a role that does not exist here is refused.
 sql('move_refuse', 'CREATE EXTENSION dlock_sql');
