@@ -54,7 +54,7 @@ COMMENT ON COLUMN @extschema@.dlock_expiry.token IS 'the token this expiry belon
 COMMENT ON COLUMN @extschema@.dlock_expiry.expires_at IS 'when the lease expires or expired (server clock)';
 COMMENT ON COLUMN @extschema@.dlock_expiry.released_at IS 'when the lease was released; NULL if it was not';
 
--- The queue of a name: its row is created at the name's first wait; the
+-- The queue of a name: its row is created with the name's lease row; the
 -- head of the queue holds FOR UPDATE on it, the others wait for that lock
 -- in the lock manager's queue of the tuple (first come, first served, no CPU).
 CREATE TABLE @extschema@.dlock_sql_queue (
@@ -63,7 +63,7 @@ CREATE TABLE @extschema@.dlock_sql_queue (
 );
 REVOKE ALL ON TABLE @extschema@.dlock_sql_queue FROM PUBLIC;
 COMMENT ON TABLE @extschema@.dlock_sql_queue IS
-	'dlock wait queues (SQL edition): one row per name that was ever waited for; the head waiter holds FOR UPDATE on it';
+	'dlock wait queues (SQL edition): one row per lock name; the head waiter holds FOR UPDATE on it';
 COMMENT ON COLUMN @extschema@.dlock_sql_queue.name IS 'the lock name';
 
 CREATE SEQUENCE @extschema@.dlock_token_seq
@@ -113,7 +113,7 @@ CREATE TABLE @extschema@.dlock_sql_settings (
 	one			pg_catalog.bool NOT NULL DEFAULT true,
 	max_ttl		pg_catalog.int4 NOT NULL DEFAULT 86400,
 	events		pg_catalog.bool NOT NULL DEFAULT false,
-	poll_interval pg_catalog.interval NOT NULL DEFAULT '2 ms',
+	poll_interval pg_catalog.interval NOT NULL DEFAULT '3 ms',
 	CONSTRAINT dlock_sql_settings_pkey PRIMARY KEY (one),
 	CONSTRAINT dlock_sql_settings_one CHECK (one),
 	CONSTRAINT dlock_sql_settings_max_ttl CHECK (max_ttl BETWEEN 1 AND 2147483647),

@@ -628,6 +628,10 @@ BEGIN
 		INSERT INTO @extschema@.dlock_lease AS l
 			VALUES ($1, $3, $4, rolname, caller, hist.system_identifier, hist.counter_relfilenode, $6);
 		INSERT INTO @extschema@.dlock_expiry VALUES ($1, $3, $7, NULL);
+		-- The queue row comes with the lease row, committed before anyone
+		-- waits: a waiter that had to insert it would wait for the
+		-- inserting transaction, not in the row lock's queue (40_wait.sql).
+		INSERT INTO @extschema@.dlock_sql_queue VALUES ($1) ON CONFLICT DO NOTHING;
 		RETURN;
 	END IF;
 	UPDATE @extschema@.dlock_lease AS l
@@ -642,7 +646,7 @@ END
 $dlock$;
 REVOKE ALL ON FUNCTION @extschema@.dlock_sql_write_new(pg_catalog.text, pg_catalog.int8, pg_catalog.int8, pg_catalog.text, pg_catalog.oid, pg_catalog.timestamptz, pg_catalog.timestamptz) FROM PUBLIC;
 COMMENT ON FUNCTION @extschema@.dlock_sql_write_new(pg_catalog.text, pg_catalog.int8, pg_catalog.int8, pg_catalog.text, pg_catalog.oid, pg_catalog.timestamptz, pg_catalog.timestamptz) IS
-	'internal: write the rows of a new lease (insert for a new name, else update)';
+	'internal: write the rows of a new lease (insert for a new name, with its queue row; else update)';
 
 -- The hand-over, inside the exception block of the acquire (40_wait.sql):
 -- lock the lease row (FOR UPDATE: waits for every checker), then the

@@ -3,7 +3,7 @@
 -- 40_wait.sql: dlock_acquire and its waiting, in the SQL edition.
 --
 -- At most one poller per name.  An acquire that must wait locks the name's
--- queue row FOR UPDATE (dlock_sql_queue, created at the name's first wait):
+-- queue row FOR UPDATE (dlock_sql_queue, created with the lease row):
 -- the lock manager queues the others behind it, first come, first served,
 -- asleep.  The holder of that lock, the head, looks at the lease every
 -- poll_interval (dlock_sql_settings; nothing in SQL can wake a sleeping
@@ -73,7 +73,10 @@ COMMENT ON FUNCTION @extschema@.dlock_sql_queue_join(pg_catalog.text, pg_catalog
 	'internal: wait in the queue of name until this acquire is its head (FOR UPDATE on the queue row)';
 
 -- The head of the queue: look at the lease every poll_interval, without a
--- lock, until it is free (or ours to renew), then take it.
+-- lock, until it is free (or ours to renew), then take it.  Between full
+-- looks, one read of the expiry row: while it shows the same token held,
+-- nothing else can have changed (READ COMMITTED; under REPEATABLE READ
+-- every look is a full one, which raises 40001 on a change).
 CREATE FUNCTION @extschema@.dlock_sql_head(name pg_catalog.text, ttl pg_catalog.interval, owner pg_catalog.text,
 	caller pg_catalog.oid, deadline pg_catalog.timestamptz, caller_ms pg_catalog.int8)
 RETURNS pg_catalog.int8
@@ -82,23 +85,30 @@ SET search_path = pg_catalog, pg_temp
 AS $dlock$
 DECLARE
 	poll pg_catalog.interval := (SELECT s.poll_interval FROM @extschema@.dlock_sql_settings AS s);
+	cheap pg_catalog.bool := pg_catalog.current_setting('transaction_isolation') = 'read committed';
 	r record;
+	e record;
 	pause pg_catalog.interval;
 BEGIN
+	r := @extschema@.dlock_sql_look($1, true);
 	LOOP
-		r := @extschema@.dlock_sql_look($1, true);
-		IF NOT r.held OR ($3 IS NOT NULL AND r.owner = $3
-						  AND @extschema@.dlock_sql_acts_for($4, r.holder)) THEN
+		IF NOT r.held OR ($3 IS NOT NULL AND r.owner = $3 AND @extschema@.dlock_sql_acts_for($4, r.holder)) THEN
 			PERFORM @extschema@.dlock_sql_bound($5, $6);
 			RETURN @extschema@.dlock_sql_take($1, $2, $3, $4, false);
 		END IF;
-		pause := LEAST(poll, r.expires_at - pg_catalog.clock_timestamp(),
-								  $5 - pg_catalog.clock_timestamp());
-		IF pause <= '0'::pg_catalog.interval
-		   AND pg_catalog.clock_timestamp() >= $5 THEN
+		pause := LEAST(poll, r.expires_at - pg_catalog.clock_timestamp(), $5 - pg_catalog.clock_timestamp());
+		IF pause <= '0'::pg_catalog.interval AND pg_catalog.clock_timestamp() >= $5 THEN
 			RAISE EXCEPTION 'busy' USING ERRCODE = 'DLKBY';
 		END IF;
 		PERFORM pg_catalog.pg_sleep(GREATEST(EXTRACT(epoch FROM pause), 0)::pg_catalog.float8);
+		SELECT x.token, x.expires_at, x.released_at INTO e
+		  FROM @extschema@.dlock_expiry AS x WHERE x.name = $1;
+		IF cheap AND e.token = r.token AND e.released_at IS NULL
+		   AND e.expires_at > pg_catalog.clock_timestamp() THEN
+			r.expires_at := e.expires_at;
+		ELSE
+			r := @extschema@.dlock_sql_look($1, true);
+		END IF;
 	END LOOP;
 END
 $dlock$;

@@ -15,6 +15,21 @@
 -- bytes of 0x80 and above are copied as they are (the C edition escapes
 -- them as \u00XX: docs/editions.md).
 
+-- The payload, as the C edition's DlockEventSend builds it.
+CREATE FUNCTION @extschema@.dlock_sql_event_payload(name pg_catalog.text, event pg_catalog.text,
+	token pg_catalog.int8, owner pg_catalog.text)
+RETURNS pg_catalog.text
+LANGUAGE sql IMMUTABLE PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
+AS $dlock$
+SELECT '{"lock": ' || pg_catalog.to_json(name)::pg_catalog.text
+	   || ', "event": "' || event || '", "token": ' || token::pg_catalog.text
+	   || coalesce(', "owner": ' || pg_catalog.to_json(owner)::pg_catalog.text, '')
+	   || '}'
+$dlock$;
+COMMENT ON FUNCTION @extschema@.dlock_sql_event_payload(pg_catalog.text, pg_catalog.text, pg_catalog.int8, pg_catalog.text) IS
+	'internal: the JSON payload of a lease event (the C edition''s format)';
+
 CREATE FUNCTION @extschema@.dlock_sql_event(name pg_catalog.text, event pg_catalog.text,
 	token pg_catalog.int8, owner pg_catalog.text)
 RETURNS void
@@ -23,12 +38,7 @@ SET search_path = pg_catalog, pg_temp
 AS $dlock$
 BEGIN
 	IF (SELECT s.events FROM @extschema@.dlock_sql_settings AS s) THEN
-		PERFORM pg_catalog.pg_notify('dlock',
-			'{"lock": ' || pg_catalog.to_json($1)::pg_catalog.text
-			|| ', "event": "' || $2
-			|| '", "token": ' || $3::pg_catalog.text
-			|| coalesce(', "owner": ' || pg_catalog.to_json($4)::pg_catalog.text, '')
-			|| '}');
+		PERFORM pg_catalog.pg_notify('dlock', @extschema@.dlock_sql_event_payload($1, $2, $3, $4));
 	END IF;
 END
 $dlock$;
