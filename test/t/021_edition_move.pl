@@ -158,6 +158,9 @@ my ($t, $highest) = fill('move_c1', 'c/', 10**12);
 my ($state, $rows) = move('move_c1', 'move_sql');
 cmp_ok(sql('move_sql', "SELECT ('$state'::jsonb ->> 'highest_token')::bigint >= $highest"),
 	'eq', 't', 'the export carries the rolled-back token as the highest');
+is( sql('move_sql',
+		q{SELECT count(*) FROM dlock_leases AS l WHERE NOT EXISTS (SELECT FROM dlock_sql_queue AS q WHERE q.name = l.name)}),
+	'0', 'move_sql: every imported lease has its queue row, as a new lease does');
 check_moved('move_sql', 'c/', $t, $highest, $rows);
 
 # ... and the SQL edition's own leases, then SQL -> C
