@@ -206,6 +206,10 @@ BEGIN
 	INSERT INTO @extschema@.dlock_expiry (name, token, expires_at, released_at)
 		SELECT r.name, r.token, r.expires_at, r.released_at
 		  FROM @extschema@.dlock_import_leases(state) AS r;
+	-- The queue rows come with the lease rows (30_lease.sql, dlock_sql_write_new).
+	INSERT INTO @extschema@.dlock_sql_queue (name)
+		SELECT r.name FROM @extschema@.dlock_import_leases(state) AS r
+		ON CONFLICT DO NOTHING;
 	-- This edition's jump, above every exported token: only ever raises.
 	PERFORM @extschema@.dlock_sql_jump(pg_catalog.nextval('@extschema@.dlock_token_seq'::pg_catalog.regclass),
 									   greatest((state OPERATOR(pg_catalog.->>) 'highest_token')::pg_catalog.int8,

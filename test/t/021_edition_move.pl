@@ -158,6 +158,9 @@ my ($t, $highest) = fill('move_c1', 'c/', 10**12);
 my ($state, $rows) = move('move_c1', 'move_sql');
 cmp_ok(sql('move_sql', "SELECT ('$state'::jsonb ->> 'highest_token')::bigint >= $highest"),
 	'eq', 't', 'the export carries the rolled-back token as the highest');
+is( sql('move_sql',
+		q{SELECT count(*) FROM dlock_leases AS l WHERE NOT EXISTS (SELECT FROM dlock_sql_queue AS q WHERE q.name = l.name)}),
+	'0', 'move_sql: every imported lease has its queue row, as a new lease does');
 check_moved('move_sql', 'c/', $t, $highest, $rows);
 
 # ... and the SQL edition's own leases, then SQL -> C
@@ -202,6 +205,31 @@ for my $db ('move_sql', 'move_c2')
 	is(sqlstate($db, 'BEGIN ISOLATION LEVEL REPEATABLE READ; SELECT dlock_export()'), '25000',
 		"$db: an export in a REPEATABLE READ transaction is refused");
 	is(sql($db, $leases_query), $before, "$db: the refusals changed nothing");
+}
+
+# The export's lock: an acquire waits while the exporting transaction is
+# open, and then gets a token above the exported highest one.
+for my $db ('move_sql', 'move_c2')
+{
+	my $exp = $node->background_psql($db);
+	$exp->query_safe('BEGIN');
+	my $highest_now = $exp->query_safe(q{SELECT dlock_export() ->> 'highest_token'});
+	my $acq = $node->background_psql($db, on_error_stop => 0);
+	my $pid = $acq->query_safe('SELECT pg_backend_pid()');
+	$acq->query_until(qr/started/,
+		"\\echo started\nSELECT dlock_acquire('after-export', '1 min', '1 min');\n");
+	ok( $node->poll_query_until(
+			$db, "SELECT wait_event_type = 'Lock' FROM pg_stat_activity WHERE pid = $pid"),
+		"$db: an acquire waits while the export's transaction is open");
+	is(sql($db, q{SELECT count(*) FROM dlock_leases WHERE name = 'after-export'}), '0',
+		"$db: and has not taken the lease");
+	$exp->query_safe('COMMIT');
+	ok($node->poll_query_until($db, q{SELECT held FROM dlock_leases WHERE name = 'after-export'}),
+		"$db: it takes the lease once the export's transaction ends");
+	cmp_ok(sql($db, q{SELECT token FROM dlock_leases WHERE name = 'after-export'}), '>', $highest_now,
+		"$db: with a token above the exported highest one");
+	$acq->quit;
+	$exp->quit;
 }
 
 # An empty database, and replace => true over leases that are not held; a
