@@ -694,3 +694,214 @@ LANGUAGE sql IMMUTABLE PARALLEL SAFE
 AS $dlock$SELECT 'c'::pg_catalog.text$dlock$;
 COMMENT ON FUNCTION @extschema@.dlock_edition() IS
 	'the edition of dlock installed in this database: c (the C extension) or sql (the SQL edition); clients find dlock through it';
+-- issue 26 item 5: moving between editions (docs/moving.md)
+--
+-- dlock_export() writes the lease state as one jsonb value that
+-- dlock_import() of either edition reads (the SQL edition has the same
+-- functions, src/sql/80_move.sql):
+--
+--   {"format": "dlock-export", "version": 1, "edition": "c",
+--    "exported_at": <timestamptz, in UTC>,
+--    "highest_token": <the highest token ever handed out: the greatest of
+--                      the counter, the highest floor, the highest lease token>,
+--    "counter": <the token counter's last value>,
+--    "leases": [{"name": <text>, "token": <bigint>, "owner": <text or null>,
+--                "role": <the holder role by name; null if it no longer exists>,
+--                "acquired_at": <timestamptz>, "expires_at": <timestamptz>,
+--                "released_at": <timestamptz or null>}, ... in name order]}
+--
+-- The export locks dlock_lease in SHARE mode (on a primary): acquisitions
+-- in flight commit first, and none draws a token until the exporting
+-- transaction ends, so no token handed out is above highest_token.  The
+-- import refuses a lease table that has rows (55000) unless replace =>
+-- true, and then still one with held leases; it writes the rows, binds each
+-- holder by name to the role of this cluster (42704 if the holder of a held
+-- lease does not exist), and raises the counter above highest_token with
+-- dlock_rebase(at_least), which only ever raises it.  Both are SECURITY
+-- DEFINER and revoked from PUBLIC: the extension's owner, superusers and
+-- the roles they grant EXECUTE to.  No dynamic SQL.
+-- The leases of an export, checked: 22023 for anything that is not a
+-- well-formed export of format 1.
+CREATE FUNCTION @extschema@.dlock_import_leases(state pg_catalog.jsonb)
+RETURNS TABLE (name pg_catalog.text, token pg_catalog.int8,
+			   owner pg_catalog.text, role pg_catalog.text,
+			   acquired_at pg_catalog.timestamptz,
+			   expires_at pg_catalog.timestamptz,
+			   released_at pg_catalog.timestamptz)
+LANGUAGE plpgsql STABLE CALLED ON NULL INPUT PARALLEL UNSAFE SECURITY INVOKER
+SET search_path = pg_catalog, pg_temp
+AS $dlock$
+DECLARE
+	bad pg_catalog.text;
+BEGIN
+	IF pg_catalog.jsonb_typeof(state) IS DISTINCT FROM 'object'
+	   OR (state OPERATOR(pg_catalog.->>) 'format') IS DISTINCT FROM 'dlock-export' THEN
+		RAISE EXCEPTION 'argument "state" is not a dlock export'
+			USING ERRCODE = '22023',
+				  DETAIL = 'A dlock export is a JSON object whose "format" is "dlock-export".',
+				  HINT = 'Pass the value that dlock_export() returned.';
+	END IF;
+	IF (state OPERATOR(pg_catalog.->) 'version') IS DISTINCT FROM '1'::pg_catalog.jsonb THEN
+		RAISE EXCEPTION 'dlock export version % is not supported', state OPERATOR(pg_catalog.->) 'version'
+			USING ERRCODE = '22023',
+				  DETAIL = 'This version of dlock reads exports of version 1.';
+	END IF;
+	BEGIN
+		SELECT pg_catalog.string_agg(k, ', ') INTO bad
+		  FROM pg_catalog.unnest('{highest_token,counter}'::pg_catalog.text[]) AS k
+		 WHERE pg_catalog.jsonb_typeof(state OPERATOR(pg_catalog.->) k) IS DISTINCT FROM 'number'
+			OR (state OPERATOR(pg_catalog.->>) k)::pg_catalog.int8 OPERATOR(pg_catalog.<) 0;
+		IF bad IS NULL AND pg_catalog.jsonb_typeof(state OPERATOR(pg_catalog.->) 'leases') IS DISTINCT FROM 'array' THEN
+			bad := 'leases';
+		END IF;
+		IF bad IS NULL THEN
+			SELECT pg_catalog.string_agg('lease ' OPERATOR(pg_catalog.||) e.i, ', ' ORDER BY e.i) INTO bad
+			  FROM pg_catalog.jsonb_array_elements(state OPERATOR(pg_catalog.->) 'leases') WITH ORDINALITY AS e(v, i)
+			 WHERE pg_catalog.jsonb_typeof(e.v) IS DISTINCT FROM 'object'
+				OR pg_catalog.jsonb_typeof(e.v OPERATOR(pg_catalog.->) 'name') IS DISTINCT FROM 'string'
+				OR pg_catalog.jsonb_typeof(e.v OPERATOR(pg_catalog.->) 'token') IS DISTINCT FROM 'number'
+				OR pg_catalog.jsonb_typeof(e.v OPERATOR(pg_catalog.->) 'acquired_at') IS DISTINCT FROM 'string'
+				OR pg_catalog.jsonb_typeof(e.v OPERATOR(pg_catalog.->) 'expires_at') IS DISTINCT FROM 'string'
+				OR coalesce(pg_catalog.jsonb_typeof(e.v OPERATOR(pg_catalog.->) 'owner'), 'null') NOT IN ('null', 'string')
+				OR coalesce(pg_catalog.jsonb_typeof(e.v OPERATOR(pg_catalog.->) 'role'), 'null') NOT IN ('null', 'string')
+				OR coalesce(pg_catalog.jsonb_typeof(e.v OPERATOR(pg_catalog.->) 'released_at'), 'null') NOT IN ('null', 'string')
+				OR pg_catalog.octet_length(e.v OPERATOR(pg_catalog.->>) 'name') NOT BETWEEN 1 AND 255
+				OR pg_catalog.octet_length(e.v OPERATOR(pg_catalog.->>) 'owner') NOT BETWEEN 1 AND 255
+				OR (e.v OPERATOR(pg_catalog.->>) 'token')::pg_catalog.int8 OPERATOR(pg_catalog.<=) 0
+				OR (e.v OPERATOR(pg_catalog.->>) 'token')::pg_catalog.int8 OPERATOR(pg_catalog.>)
+				   (state OPERATOR(pg_catalog.->>) 'highest_token')::pg_catalog.int8
+				OR NOT pg_catalog.isfinite((e.v OPERATOR(pg_catalog.->>) 'acquired_at')::pg_catalog.timestamptz)
+				OR NOT pg_catalog.isfinite((e.v OPERATOR(pg_catalog.->>) 'expires_at')::pg_catalog.timestamptz)
+				OR NOT pg_catalog.isfinite((e.v OPERATOR(pg_catalog.->>) 'released_at')::pg_catalog.timestamptz);
+		END IF;
+		IF bad IS NULL THEN
+			SELECT pg_catalog.string_agg(pg_catalog.format('name %s twice', pg_catalog.quote_literal(d.n)), ', ') INTO bad
+			  FROM (SELECT e.v OPERATOR(pg_catalog.->>) 'name' COLLATE pg_catalog."C" AS n
+					  FROM pg_catalog.jsonb_array_elements(state OPERATOR(pg_catalog.->) 'leases') AS e(v)
+					 GROUP BY 1 HAVING pg_catalog.count(*) OPERATOR(pg_catalog.>) 1) AS d;
+		END IF;
+	EXCEPTION WHEN data_exception THEN
+		bad := SQLERRM;
+	END;
+	IF bad IS NOT NULL THEN
+		RAISE EXCEPTION 'argument "state" is not a valid dlock export'
+			USING ERRCODE = '22023',
+				  DETAIL = pg_catalog.format('Wrong, missing or out of range: %s.', bad);
+	END IF;
+	RETURN QUERY
+		SELECT x.name, x.token, x.owner, x.role, x.acquired_at, x.expires_at, x.released_at
+		  FROM pg_catalog.jsonb_to_recordset(state OPERATOR(pg_catalog.->) 'leases')
+			   AS x(name pg_catalog.text, token pg_catalog.int8, owner pg_catalog.text,
+					role pg_catalog.text, acquired_at pg_catalog.timestamptz,
+					expires_at pg_catalog.timestamptz, released_at pg_catalog.timestamptz);
+END
+$dlock$;
+REVOKE ALL ON FUNCTION @extschema@.dlock_import_leases(pg_catalog.jsonb) FROM PUBLIC;
+COMMENT ON FUNCTION @extschema@.dlock_import_leases(pg_catalog.jsonb) IS
+	'the leases of a dlock export, checked (SQLSTATE 22023 for anything else); used by dlock_import';
+
+CREATE FUNCTION @extschema@.dlock_export()
+RETURNS pg_catalog.jsonb
+LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+SET TimeZone = 'UTC'
+AS $dlock$
+DECLARE
+	counter pg_catalog.int8;
+	highest pg_catalog.int8;
+	leases pg_catalog.jsonb;
+BEGIN
+	IF pg_catalog.current_setting('transaction_isolation') OPERATOR(pg_catalog.<>) 'read committed' THEN
+		RAISE EXCEPTION 'dlock_export() must be called in a READ COMMITTED transaction'
+			USING ERRCODE = '25000',
+				  DETAIL = pg_catalog.format('The snapshot of a %s transaction can miss leases that were acquired while the export waited for its lock.',
+											 pg_catalog.upper(pg_catalog.current_setting('transaction_isolation')));
+	END IF;
+	-- Acquisitions lock dlock_lease (ROW EXCLUSIVE) before they draw a
+	-- token and keep the lock until they commit.
+	IF NOT pg_catalog.pg_is_in_recovery() THEN
+		LOCK TABLE @extschema@.dlock_lease IN SHARE MODE;
+	END IF;
+	SELECT s.last_value INTO counter FROM @extschema@.dlock_token_seq AS s;
+	SELECT coalesce(pg_catalog.jsonb_agg(pg_catalog.jsonb_build_object(
+			   'name', l.name, 'token', l.token, 'owner', l.owner,
+			   'role', pg_catalog.pg_get_userbyid(
+						   @extschema@.dlock_resolve_holder(l.role, l.role_oid, l.role_system_identifier)),
+			   'acquired_at', l.acquired_at, 'expires_at', l.expires_at,
+			   'released_at', l.released_at) ORDER BY l.name), '[]'),
+		   pg_catalog.max(l.token)
+	  INTO leases, highest
+	  FROM @extschema@.dlock_lease AS l;
+	highest := greatest(counter, highest,
+								   (SELECT pg_catalog.max(e.floor) FROM @extschema@.dlock_epoch AS e));
+	RETURN pg_catalog.jsonb_build_object(
+		'format', 'dlock-export', 'version', 1, 'edition', 'c',
+		'exported_at', pg_catalog.clock_timestamp(),
+		'highest_token', highest, 'counter', counter, 'leases', leases);
+END
+$dlock$;
+REVOKE ALL ON FUNCTION @extschema@.dlock_export() FROM PUBLIC;
+COMMENT ON FUNCTION @extschema@.dlock_export() IS
+	'the lease state (every lease, its holder role by name, the highest token handed out) as jsonb, for dlock_import of either edition; locks dlock_lease against acquisitions until the transaction ends; the extension owner, superusers and roles granted EXECUTE only';
+
+CREATE FUNCTION @extschema@.dlock_import(
+	state pg_catalog.jsonb,
+	replace pg_catalog.bool DEFAULT false)
+RETURNS pg_catalog.int8
+LANGUAGE plpgsql VOLATILE CALLED ON NULL INPUT PARALLEL UNSAFE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $dlock$
+DECLARE
+	existing pg_catalog.int8;
+	held pg_catalog.int8;
+	missing pg_catalog.text;
+	imported pg_catalog.int8;
+	sysid pg_catalog.int8;
+BEGIN
+	IF state IS NULL OR replace IS NULL THEN
+		RAISE EXCEPTION 'argument "%" must not be null', CASE WHEN state IS NULL THEN 'state' ELSE 'replace' END
+			USING ERRCODE = '22004';
+	END IF;
+	PERFORM FROM @extschema@.dlock_import_leases(state);
+	-- Against acquisitions and other imports until the transaction ends.
+	LOCK TABLE @extschema@.dlock_lease IN SHARE ROW EXCLUSIVE MODE;
+	SELECT pg_catalog.count(*),
+		   pg_catalog.count(*) FILTER (WHERE l.released_at IS NULL
+										 AND l.expires_at OPERATOR(pg_catalog.>) pg_catalog.clock_timestamp())
+	  INTO existing, held
+	  FROM @extschema@.dlock_lease AS l;
+	IF existing OPERATOR(pg_catalog.>) 0 AND (NOT replace OR held OPERATOR(pg_catalog.>) 0) THEN
+		RAISE EXCEPTION 'cannot import dlock leases into a database that has leases'
+			USING ERRCODE = '55000',
+				  DETAIL = pg_catalog.format('Lease rows: %s, held now: %s.', existing, held),
+				  HINT = CASE WHEN held OPERATOR(pg_catalog.>) 0
+							  THEN 'Release the held leases or let them expire first; dlock_import(state, replace => true) then replaces the rows.'
+							  ELSE 'Call dlock_import(state, replace => true) to replace them.' END;
+	END IF;
+	SELECT pg_catalog.string_agg(DISTINCT coalesce(pg_catalog.quote_ident(r.role), '(dropped)'), ', ') INTO missing
+	  FROM @extschema@.dlock_import_leases(state) AS r
+	 WHERE r.released_at IS NULL AND r.expires_at OPERATOR(pg_catalog.>) pg_catalog.clock_timestamp()
+	   AND NOT EXISTS (SELECT FROM pg_catalog.pg_roles AS a WHERE a.rolname OPERATOR(pg_catalog.=) r.role);
+	IF missing IS NOT NULL THEN
+		RAISE EXCEPTION 'the holder roles of held leases do not exist here: %', missing
+			USING ERRCODE = '42704',
+				  HINT = 'Create the roles first (pg_dumpall --roles-only), or let those leases expire, then import again.';
+	END IF;
+	DELETE FROM @extschema@.dlock_lease;
+	SELECT c.system_identifier INTO sysid FROM pg_catalog.pg_control_system() AS c;
+	INSERT INTO @extschema@.dlock_lease (name, token, owner, role, acquired_at, expires_at,
+										 released_at, role_oid, role_system_identifier)
+		SELECT r.name, r.token, r.owner, coalesce(r.role, ''), r.acquired_at, r.expires_at,
+			   r.released_at, coalesce(a.oid, 0), sysid
+		  FROM @extschema@.dlock_import_leases(state) AS r
+		  LEFT JOIN pg_catalog.pg_roles AS a ON a.rolname OPERATOR(pg_catalog.=) r.role;
+	GET DIAGNOSTICS imported = ROW_COUNT;
+	PERFORM @extschema@.dlock_rebase(greatest(
+		(state OPERATOR(pg_catalog.->>) 'highest_token')::pg_catalog.int8,
+		(state OPERATOR(pg_catalog.->>) 'counter')::pg_catalog.int8));
+	RETURN imported;
+END
+$dlock$;
+REVOKE ALL ON FUNCTION @extschema@.dlock_import(pg_catalog.jsonb, pg_catalog.bool) FROM PUBLIC;
+COMMENT ON FUNCTION @extschema@.dlock_import(pg_catalog.jsonb, pg_catalog.bool) IS
+	'write the leases of a dlock_export of either edition into an empty lease table (replace => true: one without held leases), holders bound by role name, and raise the token counter above the highest exported token; returns how many leases; the extension owner, superusers and roles granted EXECUTE only';

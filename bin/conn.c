@@ -567,6 +567,36 @@ QueryHolder(const char *name, double deadline, PGresult **res, char **errmsg)
 }
 
 /*
+ * QueryEditionSchemas: the schemas that have a dlock_edition() function,
+ * quoted and comma-separated, or NULL if none (or if the query failed):
+ * how dlock-run finds dlock when its functions are not where it looked.
+ * Both editions have that function; the SQL edition's script makes no
+ * pg_extension row, so dlock-run never looks there.  The caller frees the
+ * result.
+ */
+char *
+QueryEditionSchemas(double deadline)
+{
+	PGresult   *res = NULL;
+	char	   *errmsg = NULL;
+	char	   *found = NULL;
+
+	if (RunQuery(conn,
+				 "SELECT pg_catalog.string_agg(pg_catalog.quote_ident(n.nspname), ', ' ORDER BY n.nspname)"
+				 " FROM pg_catalog.pg_proc p JOIN pg_catalog.pg_namespace n"
+				 " ON n.oid OPERATOR(pg_catalog.=) p.pronamespace"
+				 " WHERE p.proname OPERATOR(pg_catalog.=) 'dlock_edition'"
+				 " AND p.pronargs OPERATOR(pg_catalog.=) 0",
+				 0, NULL, deadline, false, &res, &errmsg) == QUERY_OK &&
+		!PQgetisnull(res, 0, 0))
+		found = CopyMessage(PQgetvalue(res, 0, 0));
+	if (res != NULL)
+		PQclear(res);
+	free(errmsg);
+	return found;
+}
+
+/*
  * QueryBoolean: a statement on the lease (name, token[, ttl]) that returns
  * one boolean, in *answer when the outcome is QUERY_OK.
  */

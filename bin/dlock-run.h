@@ -222,6 +222,7 @@ extern QueryOutcome QueryDuration(const char *text, double *secs, PGresult **res
 extern QueryOutcome QueryAcquire(const char *name, const char *ttl, const char *wait,
 								 const char *owner, double deadline, PGresult **res,
 								 char **errmsg);
+extern char *QueryEditionSchemas(double deadline);
 extern QueryOutcome QueryHolder(const char *name, double deadline, PGresult **res,
 								char **errmsg);
 extern QueryOutcome QueryRenew(const char *name, const char *token, const char *ttl,

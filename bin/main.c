@@ -71,6 +71,26 @@ MakeOwnerId(void)
 }
 
 /*
+ * HintNotFound: dlock's functions were not where dlock-run called them:
+ * name the schemas that have dlock (by its dlock_edition() function, in
+ * either edition), or say how to install it.
+ */
+static void
+HintNotFound(void)
+{
+	char	   *schemas = QueryEditionSchemas(Now() + CANCEL_WAIT);
+
+	if (schemas != NULL)
+		Hint("dlock is installed in schema %s, which dlock-run did not look in: use --schema.",
+			 schemas);
+	else
+		Hint("Is dlock installed in this database? Install the C edition (CREATE EXTENSION dlock) "
+			 "or, on a managed service, the SQL edition (docs/editions.md). "
+			 "If it is in a schema outside search_path, use --schema.");
+	free(schemas);
+}
+
+/*
  * AcquireFailed: the acquire raised an error; exit with the right status
  * and say why, with a hint where one helps.
  */
@@ -91,8 +111,7 @@ AcquireFailed(QueryOutcome outcome, const char *sqlstate, const char *errmsg)
 		UsageError("could not acquire the lease on \"%s\": %s", opts.name, errmsg);
 	Log("error", "could not acquire the lease on \"%s\": %s", opts.name, errmsg);
 	if (strcmp(sqlstate, "42883") == 0)
-		Hint("Is the dlock extension installed in this database? "
-			 "If it is in a schema outside search_path, use --schema.");
+		HintNotFound();
 	else if (strcmp(sqlstate, "25006") == 0)
 		Hint("This server is a standby or read-only; "
 			 "connect to the primary (target_session_attrs=read-write).");

@@ -38,6 +38,9 @@ Answers (the job runs inside the request):
   ``Retry-After``: the write's COMMIT got no answer, and whether it committed
   could not be told (see below).  Look for the run's token in ``report_run``
   before asking again.
+- 503 ``{"detail": "nightly-report: dlock is not installed ..."}``: the
+  database has no dlock (of either edition, found by ``dlock_edition()``) on
+  the connection's search_path; nothing was done.
 - 503 with ``Retry-After`` (``... asking again is safe``): the database is
   down or out of reach; nothing of this run was stored.  The connect is
   bounded (5 s), and so is the write: the lease's remaining time plus 5 s,
@@ -92,7 +95,11 @@ JOB = "nightly-report"
 # each job (the next run overwrites it); report_run keeps one row per run that
 # stored its report, written in the same fenced transaction and never
 # overwritten, so "did run N commit?" has an answer after later runs too.
+# dlock is found by dlock_edition() (either edition has it; the SQL edition
+# installed by its psql script has no pg_extension row): without it on
+# search_path, the first statement fails and the answer says so.
 SETUP_SQL = """
+SELECT dlock_edition();
 SELECT pg_advisory_xact_lock(hashtext('dlock examples/fastapi_app.py setup'));
 CREATE TABLE IF NOT EXISTS report (
     job        text        PRIMARY KEY,
@@ -159,6 +166,10 @@ class Unreachable(Exception):
     """The database cannot be reached now (answered 503 with Retry-After)."""
 
 
+class NotInstalled(Exception):
+    """dlock is not installed in the database, or not on search_path (503)."""
+
+
 class WriteTimeout(Exception):
     """The fenced write got no answer in time; its connection was shut down."""
 
@@ -222,6 +233,8 @@ def create_app(conninfo: str, *, ttl: float = 30.0, job: Job = build_report) -> 
                 async with await connect() as conn:
                     async with conn.transaction():  # the advisory lock until COMMIT
                         await asyncio.wait_for(conn.execute(SETUP_SQL), CONNECT_TIMEOUT)
+            except psycopg.errors.UndefinedFunction as e:
+                raise NotInstalled(e) from None
             except (psycopg.OperationalError, OSError, asyncio.TimeoutError) as e:
                 raise Unreachable(e) from None
             set_up = True
@@ -281,6 +294,11 @@ def create_app(conninfo: str, *, ttl: float = 30.0, job: Job = build_report) -> 
             raise HTTPException(503, f"{JOB}: the database is out of reach ({e}); "
                                      "asking again is safe",
                                 headers={"Retry-After": RETRY_AFTER}) from None
+        except NotInstalled as e:
+            raise HTTPException(503, f"{JOB}: dlock is not installed in this database, or its "
+                                     "schema is not on search_path ({e}): install it (CREATE "
+                                     "EXTENSION dlock, or the SQL edition: docs/editions.md); "
+                                     "nothing was done") from None
         run = Run(0)
         body = ""
         try:

@@ -6,8 +6,9 @@
 #
 # One run, contenders alternating within every cell, ROUNDS rounds; medians
 # and the ratios the performance targets are stated in.  Then the waiting
-# benchmark (wait.py), the churn/bloat benchmark (bloat.sh) and the cost of
-# the fence trigger (fence.sh).
+# benchmark (wait.py), the churn/bloat benchmark (bloat.sh), the cost of
+# the fence trigger (fence.sh) and the SQL edition side by side with the C
+# edition (sql_edition.sh; DLOCK_BENCH_ONLY=sql_edition runs it alone).
 #
 # Environment: DLOCK_BENCH_SECONDS (per pgbench run, default 5),
 # DLOCK_BENCH_ROUNDS (default 3), DLOCK_BENCH_CLIENTS (default 8),
@@ -45,6 +46,10 @@ fi
 # DLOCK_BENCH_ONLY=events: only the cost of lease events (events.sh).
 if [ "${DLOCK_BENCH_ONLY:-}" = events ]; then
 	exec bash "$here/events.sh"
+fi
+# DLOCK_BENCH_ONLY=sql_edition: only the SQL edition side by side (sql_edition.sh).
+if [ "${DLOCK_BENCH_ONLY:-}" = sql_edition ]; then
+	exec bash "$here/sql_edition.sh"
 fi
 T=${DLOCK_BENCH_SECONDS:-5}
 ROUNDS=${DLOCK_BENCH_ROUNDS:-3}
@@ -352,6 +357,10 @@ bash "$here/fence.sh"
 echo
 echo "lease events cost (test/bench/events.sh):"
 bash "$here/events.sh"
+
+echo
+echo "the SQL edition side by side (test/bench/sql_edition.sh):"
+bash "$here/sql_edition.sh"
 
 echo
 echo "instruction counts (test/bench/instructions.sh, fence_instructions.sh):"

@@ -10,7 +10,7 @@ CREATE EXTENSION dlock;
 -- pg_get_function_arguments() prints interval defaults in this style.
 SET LOCAL IntervalStyle = 'postgres';
 
-SELECT plan(113);
+SELECT plan(121);
 
 -- ---------------------------------------------------------------------------
 -- The extension
@@ -39,6 +39,9 @@ SELECT set_eq(
           'function dlock_resolve_holder(name,oid,bigint)',
           'function dlock_remaining(text,bigint)',
           'function dlock_edition()',
+          'function dlock_export()',
+          'function dlock_import(jsonb,boolean)',
+          'function dlock_import_leases(jsonb)',
           'function dlock_lock_key_replicated()',
           'function dlock_lock_key_frozen()',
           'table dlock_lease',
@@ -165,6 +168,26 @@ SELECT volatility_is('dlock_edition', ARRAY[]::name[], 'immutable', 'dlock_editi
 SELECT is(dlock_edition(), 'c', 'dlock_edition() says c in the C edition');
 SELECT isnt(pg_catalog.obj_description(to_regprocedure('dlock_edition()'), 'pg_proc'), NULL,
             'dlock_edition has a comment');
+
+-- ---------------------------------------------------------------------------
+-- dlock_export() RETURNS jsonb, dlock_import(state jsonb, replace boolean
+-- DEFAULT false) RETURNS bigint (1.2, issue 26 item 5): the owner's only
+-- ---------------------------------------------------------------------------
+SELECT function_returns('dlock_export', ARRAY[]::name[], 'jsonb', 'dlock_export() returns jsonb');
+SELECT is((SELECT pg_catalog.pg_get_function_arguments(to_regprocedure('dlock_import(jsonb,boolean)'))),
+          'state jsonb, replace boolean DEFAULT false',
+          'dlock_import has arguments state, replace DEFAULT false');
+SELECT function_returns('dlock_import', ARRAY['jsonb', 'boolean'], 'bigint', 'dlock_import returns bigint');
+SELECT is_definer('dlock_export', ARRAY[]::name[], 'dlock_export is SECURITY DEFINER');
+SELECT is_definer('dlock_import', ARRAY['jsonb', 'boolean'], 'dlock_import is SECURITY DEFINER');
+SELECT ok(NOT pg_catalog.has_function_privilege('public', 'dlock_export()', 'EXECUTE')
+          AND NOT pg_catalog.has_function_privilege('public', 'dlock_import(jsonb,boolean)', 'EXECUTE')
+          AND NOT pg_catalog.has_function_privilege('public', 'dlock_import_leases(jsonb)', 'EXECUTE'),
+          'PUBLIC may not execute dlock_export, dlock_import or dlock_import_leases');
+SELECT isnt(pg_catalog.obj_description(to_regprocedure('dlock_export()'), 'pg_proc'), NULL,
+            'dlock_export has a comment');
+SELECT isnt(pg_catalog.obj_description(to_regprocedure('dlock_import(jsonb,boolean)'), 'pg_proc'), NULL,
+            'dlock_import has a comment');
 
 -- ---------------------------------------------------------------------------
 -- dlock_remaining(name text, token bigint) RETURNS interval (1.1)

@@ -133,7 +133,8 @@ reap() {
 # Set-up
 # ---------------------------------------------------------------------------
 createdb "$DB" || { echo "Bail out! createdb $DB failed"; exit 1; }
-q -c "CREATE EXTENSION dlock" || { echo "Bail out! CREATE EXTENSION dlock failed"; exit 1; }
+. "$top/test/lib/install_dlock.sh"
+install_dlock "$DB" || { echo "Bail out! installing dlock (edition ${DLOCK_EDITION:-c}) failed"; exit 1; }
 export PGDATABASE=$DB
 cd "$work" || exit 1
 
@@ -1045,7 +1046,7 @@ fi
 # ---------------------------------------------------------------------------
 # dlock installed in another schema
 # ---------------------------------------------------------------------------
-createdb "$DB2" && psql -X -q -d "$DB2" -c 'CREATE SCHEMA "lock s"' -c 'CREATE EXTENSION dlock SCHEMA "lock s"'
+createdb "$DB2" && install_dlock "$DB2" "lock s"
 "$RUN" -d "$DB2" --name sch --ttl 5s -- true 2>"$work/err"
 is "$?" 69 "dlock outside search_path: exit 69"
 grep -q 'use --schema' "$work/err"

@@ -68,7 +68,8 @@ await_held() {
 }
 
 createdb "$DB" || { echo "Bail out! createdb $DB failed"; exit 1; }
-q -c "CREATE EXTENSION dlock" || { echo "Bail out! CREATE EXTENSION dlock failed"; exit 1; }
+. "$top/test/lib/install_dlock.sh"
+install_dlock "$DB" || { echo "Bail out! installing dlock (edition ${DLOCK_EDITION:-c}) failed"; exit 1; }
 export PGDATABASE=$DB
 
 "$PY" "$WORKER" --setup

@@ -102,11 +102,12 @@ check "mypy --strict on the installed package and examples/fastapi_app.py" "$wor
 
 # --- The pytest suite, against the throwaway cluster ---------------------------
 createdb "$DB" || { echo "Bail out! createdb $DB failed"; exit 1; }
-psql -X -q -v ON_ERROR_STOP=1 -d "$DB" -c "CREATE EXTENSION dlock" ||
-	{ echo "Bail out! CREATE EXTENSION dlock failed"; exit 1; }
+. "$top/test/lib/install_dlock.sh"
+install_dlock "$DB" ||
+	{ echo "Bail out! installing dlock (edition ${DLOCK_EDITION:-c}) failed"; exit 1; }
 
 # The restart test goes last: it restarts the server under everything else.
-tests=(test_lease.py test_aio.py test_leader.py test_client_faults.py test_client_interruptions.py test_fastapi_app.py test_restart.py)
+tests=(test_lease.py test_aio.py test_leader.py test_client_faults.py test_client_interruptions.py test_fastapi_app.py test_edition.py test_fastapi_edition.py test_restart.py)
 (
 	cd "$work/src/tests" &&
 		PYTHONPATH=$work/target DLOCK_TEST_DSN="dbname=$DB" DLOCK_EXAMPLES=$top/examples \

@@ -320,7 +320,9 @@ def _acquire(lease: LeaseBase, wait: float) -> Step[None]:
     except psycopg.errors.UndefinedFunction as e:
         if _NOT_INSTALLED_HINT not in _describe(e):
             raise
-        raise Error(_describe(e)) from e
+        where = yield from _dlock_schemas()
+        found = f"; dlock is installed in schema {where}: put it on search_path" if where else ""
+        raise Error(_describe(e) + found) from e
     (row, _), (expiry, sent) = results
     token = None if row is None else row[0]
     if token is None:
@@ -352,8 +354,28 @@ def _renewed(lease: LeaseBase, row: Row) -> bool:
 # does not exist" (SQLSTATE 42883), in a database without dlock or with its
 # schema off the search_path.
 _NOT_INSTALLED_HINT = ("dlock is not installed in this database, or its schema is not on "
-                       "search_path: a superuser runs CREATE EXTENSION dlock, and ordinary "
-                       "roles need USAGE on its schema (README, Install)")
+                       "search_path: a superuser runs CREATE EXTENSION dlock (on a managed "
+                       "service, its admin installs the SQL edition: docs/editions.md), and "
+                       "ordinary roles need USAGE on its schema (README, Install)")
+
+# Where dlock is, by its dlock_edition() function: either edition has one
+# (the SQL edition's psql script makes no pg_extension row to look for).
+EDITION_SCHEMAS_SQL = ("SELECT pg_catalog.string_agg(pg_catalog.quote_ident(n.nspname), ', ' "
+                       "ORDER BY n.nspname) FROM pg_catalog.pg_proc p "
+                       "JOIN pg_catalog.pg_namespace n ON n.oid OPERATOR(pg_catalog.=) p.pronamespace "
+                       "WHERE p.proname OPERATOR(pg_catalog.=) 'dlock_edition' "
+                       "AND p.pronargs OPERATOR(pg_catalog.=) 0")
+
+
+def _dlock_schemas() -> Step[Optional[str]]:
+    """The schemas that hold a dlock (quoted, comma-separated), or None:
+    the hint for a dlock that is installed but not on search_path."""
+    try:
+        results = yield Execute(((EDITION_SCHEMAS_SQL, ()),), timeout=ACQUIRE_MARGIN)
+    except (psycopg.Error, TimeoutError):
+        return None
+    ((row, _),) = results
+    return None if row is None or row[0] is None else str(row[0])
 
 
 def _describe(e: BaseException) -> str:

@@ -1,0 +1,258 @@
+-- Copyright (c) 2026, the dlock developers
+--
+-- 80_move.sql: moving between the editions (issue 26 item 5,
+-- docs/moving.md): dlock_export() and dlock_import() with the C edition's
+-- names, arguments and export format (dlock--1.1--1.2.sql, the block "issue
+-- 26 item 5", has the format).  An export of either edition is imported by
+-- either.
+--
+-- What differs from the C edition: a lease is two rows here (dlock_lease
+-- and dlock_expiry), the holder is bound by the identity rule
+-- (dlock_sql_holder), and the import's jump is this edition's
+-- (dlock_sql_jump with reason rebase, above the highest exported token).
+-- dlock_import is a SECURITY INVOKER function without SET clauses, so that
+-- dlock_sql_durable makes its commit synchronous (a function's SET clause
+-- would end the setting with the function); the work is done by
+-- dlock_sql_import, as the tables' owner, for callers that may execute
+-- dlock_import.  Neither builds dynamic SQL from the export.
+
+-- The leases of an export, checked: 22023 for anything that is not a
+-- well-formed export of format 1.
+CREATE FUNCTION @extschema@.dlock_import_leases(state pg_catalog.jsonb)
+RETURNS TABLE (name pg_catalog.text, token pg_catalog.int8,
+			   owner pg_catalog.text, role pg_catalog.text,
+			   acquired_at pg_catalog.timestamptz,
+			   expires_at pg_catalog.timestamptz,
+			   released_at pg_catalog.timestamptz)
+LANGUAGE plpgsql STABLE CALLED ON NULL INPUT PARALLEL UNSAFE SECURITY INVOKER
+SET search_path = pg_catalog, pg_temp
+AS $dlock$
+DECLARE
+	bad pg_catalog.text;
+BEGIN
+	IF pg_catalog.jsonb_typeof(state) IS DISTINCT FROM 'object'
+	   OR (state OPERATOR(pg_catalog.->>) 'format') IS DISTINCT FROM 'dlock-export' THEN
+		RAISE EXCEPTION 'argument "state" is not a dlock export'
+			USING ERRCODE = '22023',
+				  DETAIL = 'A dlock export is a JSON object whose "format" is "dlock-export".',
+				  HINT = 'Pass the value that dlock_export() returned.';
+	END IF;
+	IF (state OPERATOR(pg_catalog.->) 'version') IS DISTINCT FROM '1'::pg_catalog.jsonb THEN
+		RAISE EXCEPTION 'dlock export version % is not supported', state OPERATOR(pg_catalog.->) 'version'
+			USING ERRCODE = '22023',
+				  DETAIL = 'This version of dlock reads exports of version 1.';
+	END IF;
+	BEGIN
+		SELECT pg_catalog.string_agg(k, ', ') INTO bad
+		  FROM pg_catalog.unnest('{highest_token,counter}'::pg_catalog.text[]) AS k
+		 WHERE pg_catalog.jsonb_typeof(state OPERATOR(pg_catalog.->) k) IS DISTINCT FROM 'number'
+			OR (state OPERATOR(pg_catalog.->>) k)::pg_catalog.int8 OPERATOR(pg_catalog.<) 0;
+		IF bad IS NULL AND pg_catalog.jsonb_typeof(state OPERATOR(pg_catalog.->) 'leases') IS DISTINCT FROM 'array' THEN
+			bad := 'leases';
+		END IF;
+		IF bad IS NULL THEN
+			SELECT pg_catalog.string_agg('lease ' OPERATOR(pg_catalog.||) e.i, ', ' ORDER BY e.i) INTO bad
+			  FROM pg_catalog.jsonb_array_elements(state OPERATOR(pg_catalog.->) 'leases') WITH ORDINALITY AS e(v, i)
+			 WHERE pg_catalog.jsonb_typeof(e.v) IS DISTINCT FROM 'object'
+				OR pg_catalog.jsonb_typeof(e.v OPERATOR(pg_catalog.->) 'name') IS DISTINCT FROM 'string'
+				OR pg_catalog.jsonb_typeof(e.v OPERATOR(pg_catalog.->) 'token') IS DISTINCT FROM 'number'
+				OR pg_catalog.jsonb_typeof(e.v OPERATOR(pg_catalog.->) 'acquired_at') IS DISTINCT FROM 'string'
+				OR pg_catalog.jsonb_typeof(e.v OPERATOR(pg_catalog.->) 'expires_at') IS DISTINCT FROM 'string'
+				OR coalesce(pg_catalog.jsonb_typeof(e.v OPERATOR(pg_catalog.->) 'owner'), 'null') NOT IN ('null', 'string')
+				OR coalesce(pg_catalog.jsonb_typeof(e.v OPERATOR(pg_catalog.->) 'role'), 'null') NOT IN ('null', 'string')
+				OR coalesce(pg_catalog.jsonb_typeof(e.v OPERATOR(pg_catalog.->) 'released_at'), 'null') NOT IN ('null', 'string')
+				OR pg_catalog.octet_length(e.v OPERATOR(pg_catalog.->>) 'name') NOT BETWEEN 1 AND 255
+				OR pg_catalog.octet_length(e.v OPERATOR(pg_catalog.->>) 'owner') NOT BETWEEN 1 AND 255
+				OR (e.v OPERATOR(pg_catalog.->>) 'token')::pg_catalog.int8 OPERATOR(pg_catalog.<=) 0
+				OR (e.v OPERATOR(pg_catalog.->>) 'token')::pg_catalog.int8 OPERATOR(pg_catalog.>)
+				   (state OPERATOR(pg_catalog.->>) 'highest_token')::pg_catalog.int8
+				OR NOT pg_catalog.isfinite((e.v OPERATOR(pg_catalog.->>) 'acquired_at')::pg_catalog.timestamptz)
+				OR NOT pg_catalog.isfinite((e.v OPERATOR(pg_catalog.->>) 'expires_at')::pg_catalog.timestamptz)
+				OR NOT pg_catalog.isfinite((e.v OPERATOR(pg_catalog.->>) 'released_at')::pg_catalog.timestamptz);
+		END IF;
+		IF bad IS NULL THEN
+			SELECT pg_catalog.string_agg(pg_catalog.format('name %s twice', pg_catalog.quote_literal(d.n)), ', ') INTO bad
+			  FROM (SELECT e.v OPERATOR(pg_catalog.->>) 'name' COLLATE pg_catalog."C" AS n
+					  FROM pg_catalog.jsonb_array_elements(state OPERATOR(pg_catalog.->) 'leases') AS e(v)
+					 GROUP BY 1 HAVING pg_catalog.count(*) OPERATOR(pg_catalog.>) 1) AS d;
+		END IF;
+	EXCEPTION WHEN data_exception THEN
+		bad := SQLERRM;
+	END;
+	IF bad IS NOT NULL THEN
+		RAISE EXCEPTION 'argument "state" is not a valid dlock export'
+			USING ERRCODE = '22023',
+				  DETAIL = pg_catalog.format('Wrong, missing or out of range: %s.', bad);
+	END IF;
+	RETURN QUERY
+		SELECT x.name, x.token, x.owner, x.role, x.acquired_at, x.expires_at, x.released_at
+		  FROM pg_catalog.jsonb_to_recordset(state OPERATOR(pg_catalog.->) 'leases')
+			   AS x(name pg_catalog.text, token pg_catalog.int8, owner pg_catalog.text,
+					role pg_catalog.text, acquired_at pg_catalog.timestamptz,
+					expires_at pg_catalog.timestamptz, released_at pg_catalog.timestamptz);
+END
+$dlock$;
+REVOKE ALL ON FUNCTION @extschema@.dlock_import_leases(pg_catalog.jsonb) FROM PUBLIC;
+COMMENT ON FUNCTION @extschema@.dlock_import_leases(pg_catalog.jsonb) IS
+	'the leases of a dlock export, checked (SQLSTATE 22023 for anything else); used by dlock_import';
+
+CREATE FUNCTION @extschema@.dlock_export()
+RETURNS pg_catalog.jsonb
+LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+SET TimeZone = 'UTC'
+AS $dlock$
+DECLARE
+	counter pg_catalog.int8;
+	highest pg_catalog.int8;
+	leases pg_catalog.jsonb;
+BEGIN
+	IF pg_catalog.current_setting('transaction_isolation') OPERATOR(pg_catalog.<>) 'read committed' THEN
+		RAISE EXCEPTION 'dlock_export() must be called in a READ COMMITTED transaction'
+			USING ERRCODE = '25000',
+				  DETAIL = pg_catalog.format('The snapshot of a %s transaction can miss leases that were acquired while the export waited for its lock.',
+											 pg_catalog.upper(pg_catalog.current_setting('transaction_isolation')));
+	END IF;
+	-- An acquisition writes dlock_lease (ROW EXCLUSIVE) after its draw and
+	-- keeps the lock until it commits.
+	IF NOT pg_catalog.pg_is_in_recovery() THEN
+		LOCK TABLE @extschema@.dlock_lease IN SHARE MODE;
+	END IF;
+	SELECT s.last_value INTO counter FROM @extschema@.dlock_token_seq AS s;
+	SELECT coalesce(pg_catalog.jsonb_agg(pg_catalog.jsonb_build_object(
+			   'name', l.name, 'token', l.token, 'owner', l.owner,
+			   'role', pg_catalog.pg_get_userbyid(
+						   @extschema@.dlock_sql_holder(l.role, l.role_oid, l.role_system_identifier,
+														l.role_counter_relfilenode)),
+			   'acquired_at', l.acquired_at, 'expires_at', e.expires_at,
+			   'released_at', e.released_at) ORDER BY l.name), '[]'),
+		   pg_catalog.max(l.token)
+	  INTO leases, highest
+	  FROM @extschema@.dlock_lease AS l
+	  JOIN @extschema@.dlock_expiry AS e ON e.name OPERATOR(pg_catalog.=) l.name;
+	highest := greatest(counter, highest,
+						(SELECT pg_catalog.max(p.floor) FROM @extschema@.dlock_epoch AS p));
+	RETURN pg_catalog.jsonb_build_object(
+		'format', 'dlock-export', 'version', 1, 'edition', 'sql',
+		'exported_at', pg_catalog.clock_timestamp(),
+		'highest_token', highest, 'counter', counter, 'leases', leases);
+END
+$dlock$;
+REVOKE ALL ON FUNCTION @extschema@.dlock_export() FROM PUBLIC;
+COMMENT ON FUNCTION @extschema@.dlock_export() IS
+	'the lease state (every lease, its holder role by name, the highest token handed out) as jsonb, for dlock_import of either edition; locks dlock_lease against acquisitions until the transaction ends; the extension owner, superusers and roles granted EXECUTE only';
+
+-- The work of dlock_import, as the tables' owner, for a caller that may
+-- execute dlock_import (the privilege on the API function decides).
+CREATE FUNCTION @extschema@.dlock_sql_import(state pg_catalog.jsonb, replace pg_catalog.bool)
+RETURNS pg_catalog.int8
+LANGUAGE plpgsql VOLATILE CALLED ON NULL INPUT PARALLEL UNSAFE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $dlock$
+DECLARE
+	existing pg_catalog.int8;
+	held pg_catalog.int8;
+	missing pg_catalog.text;
+	imported pg_catalog.int8;
+	hist record;
+BEGIN
+	IF NOT pg_catalog.has_function_privilege(@extschema@.dlock_sql_caller(),
+			'@extschema@.dlock_import(pg_catalog.jsonb, pg_catalog.bool)'::pg_catalog.regprocedure, 'EXECUTE') THEN
+		RAISE EXCEPTION 'permission denied for function dlock_import' USING ERRCODE = '42501';
+	END IF;
+	IF state IS NULL OR replace IS NULL THEN
+		RAISE EXCEPTION 'argument "%" must not be null', CASE WHEN state IS NULL THEN 'state' ELSE 'replace' END
+			USING ERRCODE = '22004';
+	END IF;
+	PERFORM FROM @extschema@.dlock_import_leases(state);
+	PERFORM @extschema@.dlock_sql_writable('dlock_import()');
+	PERFORM @extschema@.dlock_sql_no_prepare();
+	-- Against acquisitions, renewals, releases and other imports until the
+	-- transaction ends.
+	LOCK TABLE @extschema@.dlock_lease, @extschema@.dlock_expiry IN SHARE ROW EXCLUSIVE MODE;
+	SELECT pg_catalog.count(*),
+		   pg_catalog.count(*) FILTER (WHERE e.released_at IS NULL
+										 AND e.expires_at OPERATOR(pg_catalog.>) pg_catalog.clock_timestamp())
+	  INTO existing, held
+	  FROM @extschema@.dlock_lease AS l
+	  LEFT JOIN @extschema@.dlock_expiry AS e ON e.name OPERATOR(pg_catalog.=) l.name;
+	IF existing OPERATOR(pg_catalog.>) 0 AND (NOT replace OR held OPERATOR(pg_catalog.>) 0) THEN
+		RAISE EXCEPTION 'cannot import dlock leases into a database that has leases'
+			USING ERRCODE = '55000',
+				  DETAIL = pg_catalog.format('Lease rows: %s, held now: %s.', existing, held),
+				  HINT = CASE WHEN held OPERATOR(pg_catalog.>) 0
+							  THEN 'Release the held leases or let them expire first; dlock_import(state, replace => true) then replaces the rows.'
+							  ELSE 'Call dlock_import(state, replace => true) to replace them.' END;
+	END IF;
+	SELECT pg_catalog.string_agg(DISTINCT coalesce(pg_catalog.quote_ident(r.role), '(dropped)'), ', ') INTO missing
+	  FROM @extschema@.dlock_import_leases(state) AS r
+	 WHERE r.released_at IS NULL AND r.expires_at OPERATOR(pg_catalog.>) pg_catalog.clock_timestamp()
+	   AND NOT EXISTS (SELECT FROM pg_catalog.pg_roles AS a WHERE a.rolname OPERATOR(pg_catalog.=) r.role);
+	IF missing IS NOT NULL THEN
+		RAISE EXCEPTION 'the holder roles of held leases do not exist here: %', missing
+			USING ERRCODE = '42704',
+				  HINT = 'Create the roles first (pg_dumpall --roles-only), or let those leases expire, then import again.';
+	END IF;
+	DELETE FROM @extschema@.dlock_expiry;
+	DELETE FROM @extschema@.dlock_lease;
+	hist := @extschema@.dlock_sql_history();
+	INSERT INTO @extschema@.dlock_lease (name, token, owner, role, role_oid, role_system_identifier,
+										 role_counter_relfilenode, acquired_at)
+		SELECT r.name, r.token, r.owner, coalesce(r.role, ''), coalesce(a.oid, 0),
+			   hist.system_identifier, hist.counter_relfilenode, r.acquired_at
+		  FROM @extschema@.dlock_import_leases(state) AS r
+		  LEFT JOIN pg_catalog.pg_roles AS a ON a.rolname OPERATOR(pg_catalog.=) r.role;
+	GET DIAGNOSTICS imported = ROW_COUNT;
+	INSERT INTO @extschema@.dlock_expiry (name, token, expires_at, released_at)
+		SELECT r.name, r.token, r.expires_at, r.released_at
+		  FROM @extschema@.dlock_import_leases(state) AS r;
+	-- The queue rows come with the lease rows (30_lease.sql, dlock_sql_write_new).
+	INSERT INTO @extschema@.dlock_sql_queue (name)
+		SELECT r.name FROM @extschema@.dlock_import_leases(state) AS r
+		ON CONFLICT DO NOTHING;
+	-- This edition's jump, above every exported token: only ever raises.
+	PERFORM @extschema@.dlock_sql_jump(pg_catalog.nextval('@extschema@.dlock_token_seq'::pg_catalog.regclass),
+									   greatest((state OPERATOR(pg_catalog.->>) 'highest_token')::pg_catalog.int8,
+												(state OPERATOR(pg_catalog.->>) 'counter')::pg_catalog.int8),
+									   'rebase', false);
+	RETURN imported;
+END
+$dlock$;
+GRANT EXECUTE ON FUNCTION @extschema@.dlock_sql_import(pg_catalog.jsonb, pg_catalog.bool) TO PUBLIC;
+COMMENT ON FUNCTION @extschema@.dlock_sql_import(pg_catalog.jsonb, pg_catalog.bool) IS
+	'internal: the work of dlock_import, for callers that may execute dlock_import';
+
+CREATE FUNCTION @extschema@.dlock_import(
+	state pg_catalog.jsonb,
+	replace pg_catalog.bool DEFAULT false)
+RETURNS pg_catalog.int8
+LANGUAGE plpgsql VOLATILE CALLED ON NULL INPUT PARALLEL UNSAFE SECURITY INVOKER
+AS $dlock$
+DECLARE
+	n pg_catalog.int8 := @extschema@.dlock_sql_import(state, replace);
+BEGIN
+	PERFORM @extschema@.dlock_sql_durable();
+	RETURN n;
+END
+$dlock$;
+REVOKE ALL ON FUNCTION @extschema@.dlock_import(pg_catalog.jsonb, pg_catalog.bool) FROM PUBLIC;
+COMMENT ON FUNCTION @extschema@.dlock_import(pg_catalog.jsonb, pg_catalog.bool) IS
+	'write the leases of a dlock_export of either edition into an empty lease table (replace => true: one without held leases), holders bound by role name, and raise the token counter above the highest exported token; returns how many leases; the extension owner, superusers and roles granted EXECUTE only';
+
+-- The installing role runs the move: a trusted extension's functions
+-- belong to the bootstrap superuser, so the role that created the
+-- extension gets EXECUTE (with the grant option, to pass it on); where it
+-- owns them (the psql script), the grant changes nothing.
+DO $dlock$
+DECLARE
+	-- dlock_sql_caller(): the session's current role, not the superuser
+	-- that CREATE EXTENSION runs a trusted extension's script as.
+	installer pg_catalog.name := coalesce(nullif(pg_catalog.current_setting('role'), 'none'),
+										  session_user)::pg_catalog.name;
+BEGIN
+	EXECUTE pg_catalog.format('GRANT EXECUTE ON FUNCTION %s, %s TO %I WITH GRANT OPTION',
+							  '@extschema@.dlock_export()'::pg_catalog.regprocedure,
+							  '@extschema@.dlock_import(pg_catalog.jsonb, pg_catalog.bool)'::pg_catalog.regprocedure,
+							  installer);
+END
+$dlock$;
