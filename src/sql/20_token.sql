@@ -30,7 +30,6 @@ CREATE FUNCTION @extschema@.dlock_sql_history(
 	OUT database_oid pg_catalog.oid,
 	OUT counter_relfilenode pg_catalog.oid)
 LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE SECURITY INVOKER
-SET search_path = pg_catalog, pg_temp
 AS $dlock$
 BEGIN
 	IF pg_catalog.has_function_privilege('pg_catalog.pg_control_system()', 'EXECUTE') THEN
@@ -55,7 +54,6 @@ COMMENT ON FUNCTION @extschema@.dlock_sql_history() IS
 CREATE FUNCTION @extschema@.dlock_sql_clock_us()
 RETURNS pg_catalog.int8
 LANGUAGE sql VOLATILE PARALLEL UNSAFE
-SET search_path = pg_catalog, pg_temp
 AS $dlock$SELECT pg_catalog.trunc(EXTRACT(epoch FROM pg_catalog.clock_timestamp()) * 1000000)::pg_catalog.int8$dlock$;
 REVOKE ALL ON FUNCTION @extschema@.dlock_sql_clock_us() FROM PUBLIC;
 COMMENT ON FUNCTION @extschema@.dlock_sql_clock_us() IS
@@ -66,7 +64,6 @@ CREATE FUNCTION @extschema@.dlock_sql_token_ok(t pg_catalog.int8, last pg_catalo
 	ep @extschema@.dlock_epoch, cur record)
 RETURNS pg_catalog.bool
 LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE SECURITY INVOKER
-SET search_path = pg_catalog, pg_temp
 AS $dlock$
 BEGIN
 	RETURN ep.floor IS NOT NULL
@@ -89,7 +86,6 @@ CREATE FUNCTION @extschema@.dlock_sql_jump_reason(t pg_catalog.int8, last pg_cat
 	ep @extschema@.dlock_epoch, cur record)
 RETURNS pg_catalog.text
 LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE SECURITY INVOKER
-SET search_path = pg_catalog, pg_temp
 AS $dlock$
 BEGIN
 RETURN CASE
@@ -114,7 +110,6 @@ COMMENT ON FUNCTION @extschema@.dlock_sql_jump_reason(pg_catalog.int8, pg_catalo
 CREATE FUNCTION @extschema@.dlock_sql_jump(t pg_catalog.int8, last pg_catalog.int8,
 	reason pg_catalog.text, nowait pg_catalog.bool, OUT token pg_catalog.int8, OUT floor pg_catalog.int8)
 LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE SECURITY INVOKER
-SET search_path = pg_catalog, pg_temp
 AS $dlock$
 DECLARE
 	ep @extschema@.dlock_epoch;
@@ -163,7 +158,6 @@ COMMENT ON FUNCTION @extschema@.dlock_sql_jump(pg_catalog.int8, pg_catalog.int8,
 CREATE FUNCTION @extschema@.dlock_sql_draw(last pg_catalog.int8, nowait pg_catalog.bool)
 RETURNS pg_catalog.int8
 LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE SECURITY INVOKER
-SET search_path = pg_catalog, pg_temp
 AS $dlock$
 DECLARE
 	t pg_catalog.int8 := pg_catalog.nextval('@extschema@.dlock_token_seq'::pg_catalog.regclass);

@@ -27,15 +27,23 @@
 -- session user), not current_user, which is the tables' owner in these
 -- SECURITY DEFINER functions (docs/editions.md).
 
--- The calling session's role.
+-- The calling session's role.  SET ROLE keeps the role's name: if that
+-- name no longer names a role (renamed since), refuse rather than guess.
 CREATE FUNCTION @extschema@.dlock_sql_caller()
 RETURNS pg_catalog.oid
-LANGUAGE sql STABLE PARALLEL SAFE
-SET search_path = pg_catalog, pg_temp
+LANGUAGE plpgsql STABLE PARALLEL SAFE
 AS $dlock$
-SELECT r.oid FROM pg_catalog.pg_roles AS r
- WHERE r.rolname = coalesce(NULLIF(pg_catalog.current_setting('role'), 'none'),
-												   SESSION_USER)::pg_catalog.name
+DECLARE
+	setname pg_catalog.text := coalesce(NULLIF(pg_catalog.current_setting('role'), 'none'), SESSION_USER);
+	caller pg_catalog.oid := (SELECT r.oid FROM pg_catalog.pg_roles AS r WHERE r.rolname = setname);
+BEGIN
+	IF caller IS NULL THEN
+		RAISE EXCEPTION 'role "%" of this session does not exist', setname
+			USING ERRCODE = '42501',
+				  HINT = 'The role was renamed or dropped after SET ROLE: run SET ROLE again.';
+	END IF;
+	RETURN caller;
+END
 $dlock$;
 COMMENT ON FUNCTION @extschema@.dlock_sql_caller() IS
 	'internal: the role dlock acts for: the session''s current role (SET ROLE, else the session user), also inside SECURITY DEFINER functions';
@@ -44,7 +52,6 @@ COMMENT ON FUNCTION @extschema@.dlock_sql_caller() IS
 CREATE FUNCTION @extschema@.dlock_sql_check_name(name pg_catalog.text)
 RETURNS void
 LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE
-SET search_path = pg_catalog, pg_temp
 AS $dlock$
 BEGIN
 	IF name IS NULL THEN
@@ -63,7 +70,6 @@ COMMENT ON FUNCTION @extschema@.dlock_sql_check_name(pg_catalog.text) IS
 CREATE FUNCTION @extschema@.dlock_sql_check_token(token pg_catalog.int8)
 RETURNS void
 LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE
-SET search_path = pg_catalog, pg_temp
 AS $dlock$
 BEGIN
 	IF token IS NULL THEN
@@ -79,7 +85,6 @@ COMMENT ON FUNCTION @extschema@.dlock_sql_check_token(pg_catalog.int8) IS
 CREATE FUNCTION @extschema@.dlock_sql_nominal_us(span pg_catalog.interval)
 RETURNS pg_catalog.numeric
 LANGUAGE sql IMMUTABLE PARALLEL SAFE
-SET search_path = pg_catalog, pg_temp
 AS $dlock$
 SELECT (EXTRACT(year FROM span) * 12 + EXTRACT(month FROM span))
 		   * 2592000000000
@@ -96,7 +101,6 @@ COMMENT ON FUNCTION @extschema@.dlock_sql_nominal_us(pg_catalog.interval) IS
 CREATE FUNCTION @extschema@.dlock_sql_expiry(ttl pg_catalog.interval, now pg_catalog.timestamptz)
 RETURNS pg_catalog.timestamptz
 LANGUAGE plpgsql STABLE PARALLEL SAFE
-SET search_path = pg_catalog, pg_temp
 AS $dlock$
 DECLARE
 	max_ttl pg_catalog.int4 := (SELECT s.max_ttl FROM @extschema@.dlock_sql_settings AS s);
@@ -138,7 +142,6 @@ COMMENT ON FUNCTION @extschema@.dlock_sql_expiry(pg_catalog.interval, pg_catalog
 CREATE FUNCTION @extschema@.dlock_sql_duration_us(span pg_catalog.interval, what pg_catalog.text)
 RETURNS pg_catalog.int8
 LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE
-SET search_path = pg_catalog, pg_temp
 AS $dlock$
 DECLARE
 	us pg_catalog.numeric;
@@ -161,7 +164,6 @@ COMMENT ON FUNCTION @extschema@.dlock_sql_duration_us(pg_catalog.interval, pg_ca
 CREATE FUNCTION @extschema@.dlock_sql_check_owner(owner pg_catalog.text)
 RETURNS void
 LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE
-SET search_path = pg_catalog, pg_temp
 AS $dlock$
 BEGIN
 	IF pg_catalog.octet_length(owner) = 0 THEN
@@ -181,7 +183,6 @@ COMMENT ON FUNCTION @extschema@.dlock_sql_check_owner(pg_catalog.text) IS
 CREATE FUNCTION @extschema@.dlock_sql_writable(what pg_catalog.text)
 RETURNS void
 LANGUAGE plpgsql STABLE PARALLEL SAFE
-SET search_path = pg_catalog, pg_temp
 AS $dlock$
 BEGIN
 	IF pg_catalog.pg_is_in_recovery() THEN
@@ -203,7 +204,6 @@ COMMENT ON FUNCTION @extschema@.dlock_sql_writable(pg_catalog.text) IS
 CREATE FUNCTION @extschema@.dlock_sql_no_prepare()
 RETURNS void
 LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
-SET search_path = pg_catalog, pg_temp
 AS $dlock$
 DECLARE
 	rel pg_catalog.regclass := pg_catalog.to_regclass('pg_temp.dlock_sql_prepare');
@@ -245,11 +245,10 @@ COMMENT ON FUNCTION @extschema@.dlock_sql_holder(pg_catalog.name, pg_catalog.oid
 CREATE FUNCTION @extschema@.dlock_sql_acts_for(role pg_catalog.oid, holder pg_catalog.oid)
 RETURNS pg_catalog.bool
 LANGUAGE sql STABLE PARALLEL SAFE
-SET search_path = pg_catalog, pg_temp
 AS $dlock$
 SELECT CASE WHEN holder IS NULL
 			THEN coalesce((SELECT r.rolsuper FROM pg_catalog.pg_roles AS r WHERE r.oid = role), false)
-			ELSE pg_catalog.pg_has_role(role, holder, 'USAGE') END
+			ELSE coalesce(pg_catalog.pg_has_role(role, holder, 'USAGE'), false) END
 $dlock$;
 COMMENT ON FUNCTION @extschema@.dlock_sql_acts_for(pg_catalog.oid, pg_catalog.oid) IS
 	'internal: may role act for the holder role (a member of it, or a superuser)';
@@ -258,7 +257,6 @@ COMMENT ON FUNCTION @extschema@.dlock_sql_acts_for(pg_catalog.oid, pg_catalog.oi
 CREATE FUNCTION @extschema@.dlock_sql_deny(name pg_catalog.text, holder pg_catalog.oid, action pg_catalog.text)
 RETURNS void
 LANGUAGE plpgsql STABLE PARALLEL SAFE
-SET search_path = pg_catalog, pg_temp
 AS $dlock$
 DECLARE
 	rolname pg_catalog.name := (SELECT r.rolname FROM pg_catalog.pg_roles AS r WHERE r.oid = holder);
@@ -280,7 +278,6 @@ COMMENT ON FUNCTION @extschema@.dlock_sql_deny(pg_catalog.text, pg_catalog.oid, 
 CREATE FUNCTION @extschema@.dlock_sql_changed(x pg_catalog.xid)
 RETURNS pg_catalog.bool
 LANGUAGE plpgsql VOLATILE PARALLEL SAFE
-SET search_path = pg_catalog, pg_temp
 AS $dlock$
 DECLARE
 	snap pg_catalog.pg_snapshot := pg_catalog.pg_current_snapshot();
@@ -309,7 +306,6 @@ CREATE FUNCTION @extschema@.dlock_sql_look(name pg_catalog.text, strict pg_catal
 	OUT holder pg_catalog.oid, OUT expires_at pg_catalog.timestamptz,
 	OUT released_at pg_catalog.timestamptz, OUT held pg_catalog.bool, OUT changed pg_catalog.bool)
 LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
-SET search_path = pg_catalog, pg_temp
 AS $dlock$
 DECLARE
 	lx pg_catalog.xid;
@@ -504,7 +500,6 @@ COMMENT ON FUNCTION @extschema@.dlock_remaining(pg_catalog.text, pg_catalog.int8
 CREATE FUNCTION @extschema@.dlock_sql_extend(name pg_catalog.text, token pg_catalog.int8, ttl pg_catalog.interval)
 RETURNS pg_catalog.bool
 LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
-SET search_path = pg_catalog, pg_temp
 AS $dlock$
 BEGIN
 	UPDATE @extschema@.dlock_expiry AS e
@@ -525,7 +520,6 @@ CREATE FUNCTION @extschema@.dlock_sql_holder_call(lock pg_catalog.text, tok pg_c
 	OUT holder pg_catalog.oid, OUT expires_at pg_catalog.timestamptz,
 	OUT released_at pg_catalog.timestamptz, OUT held pg_catalog.bool, OUT changed pg_catalog.bool)
 LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
-SET search_path = pg_catalog, pg_temp
 AS $dlock$
 BEGIN
 	PERFORM @extschema@.dlock_sql_writable(pg_catalog.format('dlock_%s()', action));
@@ -618,7 +612,6 @@ CREATE FUNCTION @extschema@.dlock_sql_write_new(name pg_catalog.text, last pg_ca
 	owner pg_catalog.text, caller pg_catalog.oid, now pg_catalog.timestamptz, expires_at pg_catalog.timestamptz)
 RETURNS void
 LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
-SET search_path = pg_catalog, pg_temp
 AS $dlock$
 DECLARE
 	hist record := @extschema@.dlock_sql_history();
@@ -658,7 +651,6 @@ CREATE FUNCTION @extschema@.dlock_sql_take(name pg_catalog.text, ttl pg_catalog.
 	caller pg_catalog.oid, nowait pg_catalog.bool)
 RETURNS pg_catalog.int8
 LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
-SET search_path = pg_catalog, pg_temp
 AS $dlock$
 DECLARE
 	l record;

@@ -30,7 +30,6 @@
 CREATE FUNCTION @extschema@.dlock_sql_bound(deadline pg_catalog.timestamptz, caller_ms pg_catalog.int8)
 RETURNS void
 LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
-SET search_path = pg_catalog, pg_temp
 AS $dlock$
 DECLARE
 	ms pg_catalog.int8 := pg_catalog.ceil(EXTRACT(epoch FROM deadline - pg_catalog.clock_timestamp())
@@ -51,7 +50,6 @@ COMMENT ON FUNCTION @extschema@.dlock_sql_bound(pg_catalog.timestamptz, pg_catal
 CREATE FUNCTION @extschema@.dlock_sql_queue_join(name pg_catalog.text, deadline pg_catalog.timestamptz, caller_ms pg_catalog.int8)
 RETURNS void
 LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
-SET search_path = pg_catalog, pg_temp
 AS $dlock$
 BEGIN
 	-- Twice at most: dlock_cleanup may delete a row nobody waits in.
@@ -81,7 +79,6 @@ CREATE FUNCTION @extschema@.dlock_sql_head(name pg_catalog.text, ttl pg_catalog.
 	caller pg_catalog.oid, deadline pg_catalog.timestamptz, caller_ms pg_catalog.int8)
 RETURNS pg_catalog.int8
 LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
-SET search_path = pg_catalog, pg_temp
 AS $dlock$
 DECLARE
 	poll pg_catalog.interval := (SELECT s.poll_interval FROM @extschema@.dlock_sql_settings AS s);
@@ -121,7 +118,6 @@ CREATE FUNCTION @extschema@.dlock_sql_acquire_locked(name pg_catalog.text, ttl p
 	caller pg_catalog.oid, deadline pg_catalog.timestamptz, nowait pg_catalog.bool)
 RETURNS pg_catalog.int8
 LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
-SET search_path = pg_catalog, pg_temp
 AS $dlock$
 DECLARE
 	saved pg_catalog.text := pg_catalog.current_setting('lock_timeout');
@@ -162,8 +158,9 @@ REVOKE ALL ON FUNCTION @extschema@.dlock_sql_acquire_locked(pg_catalog.text, pg_
 COMMENT ON FUNCTION @extschema@.dlock_sql_acquire_locked(pg_catalog.text, pg_catalog.interval, pg_catalog.text, pg_catalog.oid, pg_catalog.timestamptz, pg_catalog.bool) IS
 	'internal: the locking part of an acquire, in its one exception block: a token, or NULL for busy';
 
--- dlock_acquire's work.  The busy path (held, wait => 0) is one read: no
--- lock, no subtransaction, no XID.
+-- dlock_acquire's work.  The busy path (held, wait => 0, no owner, READ
+-- COMMITTED) is one read after the argument checks: no lock, no
+-- subtransaction, no XID, no call of another function of dlock's.
 CREATE FUNCTION @extschema@.dlock_sql_acquire(name pg_catalog.text, ttl pg_catalog.interval,
 	wait pg_catalog.interval, owner pg_catalog.text)
 RETURNS pg_catalog.int8
@@ -176,17 +173,37 @@ DECLARE
 	caller pg_catalog.oid;
 	r record;
 BEGIN
-	PERFORM @extschema@.dlock_sql_check_name($1);
-	PERFORM @extschema@.dlock_sql_expiry($2, start);
-	wait_us := @extschema@.dlock_sql_duration_us($3, 'wait');
-	PERFORM @extschema@.dlock_sql_check_owner($4);
-	PERFORM @extschema@.dlock_sql_writable('dlock_acquire()');
+	IF $1 IS NULL OR pg_catalog.octet_length($1) NOT BETWEEN 1 AND 255 THEN
+		PERFORM @extschema@.dlock_sql_check_name($1);
+	END IF;
+	-- A ttl of hours, minutes and seconds within the maximum passes at
+	-- once; any other goes through every check.
+	IF $2 IS NULL OR NOT ($2 > '0'::pg_catalog.interval AND pg_catalog.date_trunc('day', $2) = '0'::pg_catalog.interval
+			AND $2 <= (SELECT pg_catalog.make_interval(secs => s.max_ttl) FROM @extschema@.dlock_sql_settings AS s)) THEN
+		PERFORM @extschema@.dlock_sql_expiry($2, start);
+	END IF;
+	IF $3 IS NOT NULL AND $3 = '0'::pg_catalog.interval THEN
+		wait_us := 0;
+	ELSE
+		wait_us := @extschema@.dlock_sql_duration_us($3, 'wait');
+	END IF;
+	IF pg_catalog.octet_length($4) NOT BETWEEN 1 AND 255 THEN
+		PERFORM @extschema@.dlock_sql_check_owner($4);
+	END IF;
+	IF pg_catalog.pg_is_in_recovery() OR pg_catalog.current_setting('transaction_read_only')::pg_catalog.bool THEN
+		PERFORM @extschema@.dlock_sql_writable('dlock_acquire()');
+	END IF;
+	IF wait_us = 0 AND $4 IS NULL
+	   AND pg_catalog.current_setting('transaction_isolation') = 'read committed'
+	   AND EXISTS (SELECT FROM @extschema@.dlock_expiry AS e
+				   WHERE e.name = $1 AND e.released_at IS NULL AND e.expires_at > pg_catalog.clock_timestamp()) THEN
+		RETURN NULL;
+	END IF;
 	PERFORM @extschema@.dlock_sql_no_prepare();
 	caller := @extschema@.dlock_sql_caller();
 	r := @extschema@.dlock_sql_look($1, true);
 	IF r.held THEN
-		IF $4 IS NOT NULL AND r.owner = $4
-		   AND @extschema@.dlock_sql_acts_for(caller, r.holder) THEN
+		IF $4 IS NOT NULL AND r.owner = $4 AND @extschema@.dlock_sql_acts_for(caller, r.holder) THEN
 			-- The owner's renewal: only the expiry row, no block.
 			IF @extschema@.dlock_sql_extend($1, r.token, $2) THEN
 				RETURN r.token;
@@ -196,8 +213,7 @@ BEGIN
 		END IF;
 	END IF;
 	RETURN @extschema@.dlock_sql_acquire_locked($1, $2, $4, caller,
-		start + wait_us * '1 microsecond'::pg_catalog.interval,
-		wait_us = 0);
+		start + wait_us * '1 microsecond'::pg_catalog.interval, wait_us = 0);
 END
 $dlock$;
 GRANT EXECUTE ON FUNCTION @extschema@.dlock_sql_acquire(pg_catalog.text, pg_catalog.interval, pg_catalog.interval, pg_catalog.text) TO PUBLIC;

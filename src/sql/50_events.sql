@@ -20,7 +20,6 @@ CREATE FUNCTION @extschema@.dlock_sql_event_payload(name pg_catalog.text, event 
 	token pg_catalog.int8, owner pg_catalog.text)
 RETURNS pg_catalog.text
 LANGUAGE sql IMMUTABLE PARALLEL SAFE
-SET search_path = pg_catalog, pg_temp
 AS $dlock$
 SELECT '{"lock": ' || pg_catalog.to_json(name)::pg_catalog.text
 	   || ', "event": "' || event || '", "token": ' || token::pg_catalog.text
@@ -34,7 +33,6 @@ CREATE FUNCTION @extschema@.dlock_sql_event(name pg_catalog.text, event pg_catal
 	token pg_catalog.int8, owner pg_catalog.text)
 RETURNS void
 LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
-SET search_path = pg_catalog, pg_temp
 AS $dlock$
 BEGIN
 	IF (SELECT s.events FROM @extschema@.dlock_sql_settings AS s) THEN

@@ -186,3 +186,15 @@ SELECT dlock_cleanup('0', 1000) AS deleted;
 SELECT name FROM dlock_leases ORDER BY name;
 RESET ROLE;
 DROP FUNCTION public.stale_detail(text, int8);
+
+-- The caller under SET ROLE, SET LOCAL ROLE and RESET ROLE.
+CREATE ROLE carol;
+SET ROLE carol;
+SELECT dlock_sql_caller() = 'carol'::regrole AS carol;
+RESET ROLE;
+BEGIN;
+SET LOCAL ROLE carol;
+SELECT dlock_sql_caller() = 'carol'::regrole AS carol_local;
+COMMIT;
+SELECT dlock_sql_caller() = (SELECT oid FROM pg_roles WHERE rolname = session_user) AS session_user_again;
+DROP ROLE carol;
