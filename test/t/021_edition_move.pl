@@ -30,7 +30,7 @@ use lib "$FindBin::Bin/../lib";
 use DlockTest;
 
 my $node = PostgreSQL::Test::Cluster->new('edition_move');
-$node->init;
+$node->init(allows_streaming => 1);
 $node->start;
 
 sub sql
@@ -254,6 +254,22 @@ is(sql('move_refuse', q{SELECT string_agg(name || ':' || coalesce(role::text, '-
 	'x:-', 'the replaced rows are gone, the imported one has no holder');
 cmp_ok(sql('move_refuse', q{SELECT dlock_acquire('local', '1 min')}), '>', $tok,
 	'tokens go on above the replaced ones');
+
+# A hot standby exports what it has replayed, without a lock; it cannot
+# import (25006).
+$node->backup('move_backup');
+my $standby = PostgreSQL::Test::Cluster->new('edition_move_standby');
+$standby->init_from_backup($node, 'move_backup', has_streaming => 1);
+$standby->start;
+$node->wait_for_replay_catchup($standby);
+for my $db ('move_sql', 'move_c2')
+{
+	my $q = q{SELECT dlock_export() - 'exported_at'};
+	is($standby->safe_psql($db, $q), sql($db, $q), "$db: a hot standby exports what the primary does");
+	is(query_sqlstate($standby, $db, q{SELECT dlock_import(dlock_export(), true)}), '25006',
+		"$db: a hot standby does not import");
+}
+$standby->stop;
 
 $node->stop;
 done_testing();
