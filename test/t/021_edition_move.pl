@@ -261,7 +261,7 @@ $node->backup('move_backup');
 my $standby = PostgreSQL::Test::Cluster->new('edition_move_standby');
 $standby->init_from_backup($node, 'move_backup', has_streaming => 1);
 $standby->start;
-$node->wait_for_replay_catchup($standby);
+$node->wait_for_catchup($standby);
 for my $db ('move_sql', 'move_c2')
 {
 	my $q = q{SELECT dlock_export() - 'exported_at'};
