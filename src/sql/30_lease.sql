@@ -226,17 +226,23 @@ COMMENT ON FUNCTION @extschema@.dlock_sql_no_prepare() IS
 CREATE FUNCTION @extschema@.dlock_sql_holder(role pg_catalog.name, role_oid pg_catalog.oid,
 	role_system_identifier pg_catalog.int8, role_counter_relfilenode pg_catalog.oid)
 RETURNS pg_catalog.oid
-LANGUAGE sql STABLE PARALLEL SAFE SECURITY DEFINER
+LANGUAGE plpgsql STABLE PARALLEL SAFE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
 AS $dlock$
-SELECT CASE
-	WHEN role_counter_relfilenode =
-			 pg_catalog.pg_relation_filenode('@extschema@.dlock_token_seq'::pg_catalog.regclass)
-		 AND role_system_identifier IS NOT DISTINCT FROM
-			 (SELECT c.system_identifier FROM pg_catalog.pg_control_system() AS c
-			   WHERE pg_catalog.has_function_privilege('pg_catalog.pg_control_system()', 'EXECUTE'))
-	THEN (SELECT r.oid FROM pg_catalog.pg_roles AS r WHERE r.oid = role_oid)
-	ELSE (SELECT r.oid FROM pg_catalog.pg_roles AS r WHERE r.rolname = role) END
+DECLARE
+	sysid pg_catalog.int8;
+BEGIN
+	-- Its own statement: a plan that names pg_control_system() checks the
+	-- privilege when it starts, whether it calls it or not.
+	IF pg_catalog.has_function_privilege('pg_catalog.pg_control_system()', 'EXECUTE') THEN
+		SELECT c.system_identifier INTO sysid FROM pg_catalog.pg_control_system() AS c;
+	END IF;
+	IF role_counter_relfilenode = pg_catalog.pg_relation_filenode('@extschema@.dlock_token_seq'::pg_catalog.regclass)
+	   AND role_system_identifier IS NOT DISTINCT FROM sysid THEN
+		RETURN (SELECT r.oid FROM pg_catalog.pg_roles AS r WHERE r.oid = role_oid);
+	END IF;
+	RETURN (SELECT r.oid FROM pg_catalog.pg_roles AS r WHERE r.rolname = role);
+END
 $dlock$;
 COMMENT ON FUNCTION @extschema@.dlock_sql_holder(pg_catalog.name, pg_catalog.oid, pg_catalog.int8, pg_catalog.oid) IS
 	'internal: the holder role of a dlock_lease row (by OID in the history that recorded it, else by name), or NULL if it no longer exists';
@@ -300,7 +306,9 @@ COMMENT ON FUNCTION @extschema@.dlock_sql_changed(pg_catalog.xid) IS
 -- The state of a lease as the statement's snapshot (READ COMMITTED: the
 -- latest committed) shows it.  Under REPEATABLE READ or SERIALIZABLE,
 -- a lease that changed since the transaction's snapshot raises 40001 when
--- strict (acquire), or sets changed (check).
+-- strict (acquire), or sets changed (check).  Every change (renewal,
+-- release, hand-over) updates the expiry row, so its xmax tells; the lease
+-- row's would not: a committed check leaves its xid there as a locker.
 CREATE FUNCTION @extschema@.dlock_sql_look(name pg_catalog.text, strict pg_catalog.bool,
 	OUT present pg_catalog.bool, OUT token pg_catalog.int8, OUT owner pg_catalog.text,
 	OUT holder pg_catalog.oid, OUT expires_at pg_catalog.timestamptz,
@@ -329,7 +337,7 @@ BEGIN
 	END IF;
 	changed := present
 		AND pg_catalog.current_setting('transaction_isolation') <> 'read committed'
-		AND (@extschema@.dlock_sql_changed(r.lx) OR @extschema@.dlock_sql_changed(r.ex));
+		AND @extschema@.dlock_sql_changed(r.ex);
 	IF changed AND strict THEN
 		RAISE EXCEPTION 'could not serialize access due to concurrent update of lease "%"', $1
 			USING ERRCODE = '40001',

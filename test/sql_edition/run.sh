@@ -73,9 +73,10 @@ PGOPTIONS="-c client_min_messages=warning" "${psql[@]}" -d postgres <<-'EOF'
 		IF NOT EXISTS (SELECT FROM pg_roles WHERE rolname = 'alice') THEN CREATE ROLE alice LOGIN; END IF;
 		IF NOT EXISTS (SELECT FROM pg_roles WHERE rolname = 'bob') THEN CREATE ROLE bob LOGIN; END IF;
 	END$$;
-	REVOKE EXECUTE ON FUNCTION pg_control_system() FROM PUBLIC;
 	CREATE DATABASE dlock_sql_test OWNER dlock_owner;
 EOF
+# Function privileges are per database: revoke where the edition runs.
+"${psql[@]}" -d dlock_sql_test -c 'REVOKE EXECUTE ON FUNCTION pg_control_system() FROM PUBLIC'
 {
 	echo 'CREATE SCHEMA dlock;'
 	echo 'GRANT USAGE ON SCHEMA dlock TO PUBLIC;'

@@ -198,3 +198,18 @@ SELECT dlock_sql_caller() = 'carol'::regrole AS carol_local;
 COMMIT;
 SELECT dlock_sql_caller() = (SELECT oid FROM pg_roles WHERE rolname = session_user) AS session_user_again;
 DROP ROLE carol;
+
+-- Settings: the owner changes them with UPDATE; every session sees it.
+SET ROLE dlock_owner;
+UPDATE dlock_sql_settings SET max_ttl = 10;
+RESET ROLE;
+SET ROLE alice;
+SELECT dlock_acquire('settings', '11 s');
+\echo :LAST_ERROR_SQLSTATE
+SELECT dlock_acquire('settings', '10 s') IS NOT NULL AS within_max;
+RESET ROLE;
+SET ROLE dlock_owner;
+UPDATE dlock_sql_settings SET max_ttl = 86400;
+UPDATE dlock_sql_settings SET poll_interval = '0';
+\echo :LAST_ERROR_SQLSTATE
+RESET ROLE;
