@@ -53,14 +53,13 @@ sub as_role
 
 # The SQL edition's database is set up as on a managed service: owned by
 # an admin role that is no superuser, which creates the trusted extension
-# and runs the export and import there.  (Not yet with pg_control_system()
-# revoked: the SQL edition's holder lookup, dlock_sql_holder, then fails
-# with 42501 in dlock_leases and dlock_check, whatever the move does.)
+# and runs the export and import there, pg_control_system() revoked.
 $node->safe_psql(
 	'postgres', q{CREATE ROLE move_app; CREATE ROLE move_other; CREATE ROLE move_admin LOGIN;
 CREATE DATABASE move_c1; CREATE DATABASE move_sql OWNER move_admin; CREATE DATABASE move_c2;
 CREATE DATABASE move_refuse});
 sql('move_c1', 'CREATE EXTENSION dlock');
+sql('move_sql', 'REVOKE EXECUTE ON FUNCTION pg_control_system() FROM PUBLIC');
 sql('move_sql', 'SET ROLE move_admin; CREATE EXTENSION dlock_sql');
 sql('move_c2', 'CREATE EXTENSION dlock');
 is(sql('move_c1', 'SELECT dlock_export() ->> \'edition\''), 'c', 'the C edition exports as "c"');
