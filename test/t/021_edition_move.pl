@@ -30,7 +30,7 @@ use lib "$FindBin::Bin/../lib";
 use DlockTest;
 
 my $node = PostgreSQL::Test::Cluster->new('edition_move');
-$node->init;
+$node->init(allows_streaming => 1);
 $node->start;
 
 sub sql
@@ -51,12 +51,16 @@ sub as_role
 	return sql($db, "SET ROLE $role; $query");
 }
 
+# The SQL edition's database is set up as on a managed service: owned by
+# an admin role that is no superuser, which creates the trusted extension
+# and runs the export and import there, pg_control_system() revoked.
 $node->safe_psql(
-	'postgres', q{CREATE ROLE move_app; CREATE ROLE move_other;
-CREATE DATABASE move_c1; CREATE DATABASE move_sql; CREATE DATABASE move_c2;
+	'postgres', q{CREATE ROLE move_app; CREATE ROLE move_other; CREATE ROLE move_admin LOGIN;
+CREATE DATABASE move_c1; CREATE DATABASE move_sql OWNER move_admin; CREATE DATABASE move_c2;
 CREATE DATABASE move_refuse});
 sql('move_c1', 'CREATE EXTENSION dlock');
-sql('move_sql', 'CREATE EXTENSION dlock_sql');
+sql('move_sql', 'REVOKE EXECUTE ON FUNCTION pg_control_system() FROM PUBLIC');
+sql('move_sql', 'SET ROLE move_admin; CREATE EXTENSION dlock_sql');
 sql('move_c2', 'CREATE EXTENSION dlock');
 is(sql('move_c1', 'SELECT dlock_export() ->> \'edition\''), 'c', 'the C edition exports as "c"');
 is(sql('move_sql', 'SELECT dlock_export() ->> \'edition\''), 'sql', 'the SQL edition exports as "sql"');
@@ -146,9 +150,10 @@ sub check_moved
 sub move
 {
 	my ($from, $to) = @_;
-	my $state = sql($from, 'SELECT dlock_export()') =~ s/'/''/gr;
+	my %as = (move_sql => 'SET ROLE move_admin; ');
+	my $state = sql($from, ($as{$from} // '') . 'SELECT dlock_export()') =~ s/'/''/gr;
 	my $rows = sql($from, $leases_query);
-	is(sql($to, "SELECT dlock_import('$state')"),
+	is(sql($to, ($as{$to} // '') . "SELECT dlock_import('$state')"),
 		sql($from, 'SELECT count(*) FROM dlock_leases'), "$from -> $to: every lease imported");
 	return ($state, $rows);
 }
@@ -248,6 +253,22 @@ is(sql('move_refuse', q{SELECT string_agg(name || ':' || coalesce(role::text, '-
 	'x:-', 'the replaced rows are gone, the imported one has no holder');
 cmp_ok(sql('move_refuse', q{SELECT dlock_acquire('local', '1 min')}), '>', $tok,
 	'tokens go on above the replaced ones');
+
+# A hot standby exports what it has replayed, without a lock; it cannot
+# import (25006).
+$node->backup('move_backup');
+my $standby = PostgreSQL::Test::Cluster->new('edition_move_standby');
+$standby->init_from_backup($node, 'move_backup', has_streaming => 1);
+$standby->start;
+$node->wait_for_catchup($standby);
+for my $db ('move_sql', 'move_c2')
+{
+	my $q = q{SELECT dlock_export() - 'exported_at'};
+	is($standby->safe_psql($db, $q), sql($db, $q), "$db: a hot standby exports what the primary does");
+	is(query_sqlstate($standby, $db, q{SELECT dlock_import(dlock_export(), true)}), '25006',
+		"$db: a hot standby does not import");
+}
+$standby->stop;
 
 $node->stop;
 done_testing();
