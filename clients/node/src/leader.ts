@@ -86,6 +86,11 @@ export class Leader implements AsyncIterableIterator<Lease> {
     if (term === null) {
       return this.return();
     }
+    if (this.closed || this.stopController.signal.aborted) {
+      // Stopped while the winning acquire was on its way.
+      await term.release().catch(() => {});
+      return this.return();
+    }
     this.current = term;
     term.signal.addEventListener("abort", () => {
       this.options.onLost?.(term, term.signal.reason as LeaseLostError);
