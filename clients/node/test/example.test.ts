@@ -13,7 +13,7 @@ import { DB, HOST, PORT, USER, direct } from "./helpers";
 
 const APP = path.join(__dirname, "..", "examples", "http_app.js");
 
-test("C13 the HTTP example: an endpoint that runs a job at most once at a time, 200 then 409", async () => {
+test("C13 the HTTP example: an endpoint that runs a job at most once at a time, 200 then 409", { timeout: 120_000 }, async () => {
   const child = spawn(process.execPath, [APP], {
     env: { ...process.env, PGHOST: HOST, PGPORT: String(PORT), PGUSER: USER, PGDATABASE: DB,
       PORT: "0", DLOCK_EXAMPLE_JOB_MS: "1500" },

@@ -26,7 +26,7 @@ after(async () => {
   await admin.end();
 });
 
-test("C01 acquire and busy: a second acquirer of a held name gets BusyError", async () => {
+test("C01 acquire and busy: a second acquirer of a held name gets BusyError", { timeout: 120_000 }, async () => {
   const name = lockName("c01");
   const logger = new Recorder();
   const first = await acquire(pool, name, { ttl: 10000, owner: "web-1", logger });
@@ -49,7 +49,7 @@ test("C01 acquire and busy: a second acquirer of a held name gets BusyError", as
   assert.deepEqual(logger.warnings, []);
 });
 
-test("C02 wait: a waiting acquire gets the lease soon after the holder releases", async () => {
+test("C02 wait: a waiting acquire gets the lease soon after the holder releases", { timeout: 120_000 }, async () => {
   const name = lockName("c02");
   const holder = await acquire(pool, name, { ttl: 10000 });
   const t0 = performance.now();
@@ -77,7 +77,7 @@ test("C02 wait: a waiting acquire gets the lease soon after the holder releases"
   await again.release();
 });
 
-test("C03 renewal: a lease held across several ttls keeps one token and is held throughout", async () => {
+test("C03 renewal: a lease held across several ttls keeps one token and is held throughout", { timeout: 120_000 }, async () => {
   const name = lockName("c03");
   const logger = new Recorder();
   await withLease(pool, name, { ttl: 900, logger }, async (lease) => {
@@ -96,7 +96,7 @@ test("C03 renewal: a lease held across several ttls keeps one token and is held 
   assert.deepEqual(logger.warnings, []);
 });
 
-test("C04 overrun: work that outlives its lease is reported lost, and release says so", async () => {
+test("C04 overrun: work that outlives its lease is reported lost, and release says so", { timeout: 120_000 }, async () => {
   const name = lockName("c04");
   const logger = new Recorder();
   const lease = await acquire(pool, name, { ttl: 800, renew: false, logger });
@@ -126,7 +126,7 @@ test("C04 overrun: work that outlives its lease is reported lost, and release sa
   }), /the work's own error/);
 });
 
-test("C06 stale fence: a fenced write with a stale token raises StaleTokenError (LK001)", async () => {
+test("C06 stale fence: a fenced write with a stale token raises StaleTokenError (LK001)", { timeout: 120_000 }, async () => {
   const name = lockName("c06");
   const lease = await acquire(pool, name, { ttl: 30000, logger: new Recorder() });
   // Behind the client's back: released and taken by somebody else.
@@ -167,7 +167,7 @@ test("C06 stale fence: a fenced write with a stale token raises StaleTokenError 
   await assert.rejects(lease.release(), LeaseLostError);
 });
 
-test("C08 concurrency: promises using one lease at once are safe, one release wins", async () => {
+test("C08 concurrency: promises using one lease at once are safe, one release wins", { timeout: 120_000 }, async () => {
   const name = lockName("c08");
   await noLeaks(async () => {
     // Fences and writes from several clients at once, then two releases and a fence.
@@ -216,6 +216,14 @@ test("C08 concurrency: promises using one lease at once are safe, one release wi
     await c2.query("ROLLBACK");
     c2.release();
 
+    // Two releases at once of a lease the server no longer holds: both
+    // hear it (the second waits for the first, then answers the same).
+    const third = await acquire(pool, name, { ttl: 5000, logger: new Recorder() });
+    await admin.query({ text: "SELECT dlock_release($1, $2)", values: [name, third.token.toString()] });
+    const both = await Promise.allSettled([third.release(), third.release()]);
+    assert.deepEqual(both.map((r) => r.status), ["rejected", "rejected"]);
+    assert.ok(both.every((r) => r.status === "rejected" && r.reason instanceof LeaseLostError));
+
     // Ten promises competing for one name: one holder at a time.
     let inside = 0;
     let most = 0;
@@ -244,7 +252,7 @@ test("C08 concurrency: promises using one lease at once are safe, one release wi
   });
 });
 
-test("C12 not installed: a database without dlock gives an error that says what to do", async () => {
+test("C12 not installed: a database without dlock gives an error that says what to do", { timeout: 120_000 }, async () => {
   const bare = `${DB}_bare`;
   await admin.query(`DROP DATABASE IF EXISTS ${bare}`);
   await admin.query(`CREATE DATABASE ${bare}`);

@@ -23,7 +23,7 @@ after(async () => {
   await admin.end();
 });
 
-test("C09 PgBouncer transaction mode: only unnamed or simple statements; the lease works through pgbouncer", async () => {
+test("C09 PgBouncer transaction mode: only unnamed or simple statements; the lease works through pgbouncer", { timeout: 120_000 }, async () => {
   const bouncer = await Bouncer.start(2);
   const proxy = await Proxy.start(bouncer.address);
   const pool = new pg.Pool({ ...proxy.config(), max: 6 });
