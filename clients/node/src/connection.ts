@@ -9,6 +9,8 @@
 
 import type { Client, ClientBase, ClientConfig, Pool, PoolClient, QueryResult } from "pg";
 
+import { DlockError } from "./errors";
+
 /** A statement that got no answer in time; its connection was discarded. */
 export class NoAnswer extends Error {
   constructor(message: string) {
@@ -96,7 +98,8 @@ export async function withPoolClient<T>(pool: Pool, ms: number, what: string,
   try {
     return await use(client, deadline);
   } catch (err) {
-    broken = !fromServer(err);
+    // A busy answer or a server's error leaves the connection as good as it was.
+    broken = err instanceof NoAnswer || !(fromServer(err) || err instanceof DlockError);
     throw err;
   } finally {
     client.removeListener("error", ignore);

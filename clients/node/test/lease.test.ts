@@ -34,6 +34,8 @@ test("C01 acquire and busy: a second acquirer of a held name gets BusyError", { 
   assert.match(first.ownerId ?? "", new RegExp(`^web-1:${process.pid}:[0-9a-f]{12}$`));
   assert.deepEqual(await leaseRow(admin, name), { held: true, token: first.token });
 
+  let removed = 0;
+  pool.on("remove", () => (removed += 1));
   // The same label in another lease is somebody else: busy, never the same token.
   await assert.rejects(acquire(pool, name, { ttl: 10000, owner: "web-1", logger }),
     (err: unknown) => err instanceof BusyError && err.lockName === name &&
@@ -43,6 +45,7 @@ test("C01 acquire and busy: a second acquirer of a held name gets BusyError", { 
     ran = true;
   }), BusyError);
   assert.equal(ran, false, "the work of a busy withLease does not run");
+  assert.equal(removed, 0, "a busy answer leaves the pool's connection in the pool");
 
   await first.release();
   assert.equal((await leaseRow(admin, name))?.held, false);
