@@ -76,7 +76,7 @@ PG_CONFIG ?= pg_config
 # "make check-versions" unpacks every PostgreSQL archive in SHARED_PG into
 # PG_DIR, adds pgTAP to it, and runs "make check" against each (14 and 18),
 # except LONG_SUITES: long stress and cluster suites, and the suites of the
-# clients (dlock-run, the Python and Go clients, the example worker), whose subject
+# clients (dlock-run, the Python, Go and Node.js clients, the example worker), whose subject
 # does not depend on the major (they run on 15; the SQL they call is tested
 # on every major by the other suites, and dlock-run's failover by
 # test/t/011).  That keeps CI well under 15 minutes on two cores.  One "N passed, N failed" line per
@@ -91,8 +91,8 @@ TOP := $(patsubst %/,%,$(dir $(abspath $(lastword $(MAKEFILE_LIST)))))
 SHARED_PG ?= $(abspath $(TOP)/../shared/pg)
 PG_DIR ?= $(TOP)/tmp_pg
 LONG_SUITES = fence_stress pgbouncer million 003_crash_stream \
-	dlock_run python_client example_worker ha go \
-	dlock_run_sql python_client_sql example_worker_sql sql_tokens
+	dlock_run python_client example_worker ha go node \
+	dlock_run_sql python_client_sql example_worker_sql sql_tokens go_sql node_sql
 
 ifneq ($(filter $(DRIVER_GOALS),$(MAKECMDGOALS)),)
 
