@@ -209,8 +209,8 @@ HeadTakesTurn(FunctionCallInfo fcinfo, text *name, const LOCKTAG *tag,
 	ResetLatch(MyLatch);
 	now = GetCurrentTimestamp();
 	/* Looked up again: DROP EXTENSION may have come meanwhile. */
-	rels = DlockGetRelations(fcinfo);
-	if (!WaitForRelationLock(rels->lease_table, w))
+	rels = DlockGetRelationsWait(fcinfo, w);
+	if (rels == NULL || !WaitForRelationLock(rels->lease_table, w))
 	{
 		*done = true;			/* the deadline came first */
 		return false;
@@ -367,7 +367,7 @@ int64
 LeaseAcquire(FunctionCallInfo fcinfo, text *name, int64 wait_usecs,
 			 const char *owner)
 {
-	const DlockRelations *rels = DlockGetRelations(fcinfo);
+	const DlockRelations *rels;
 	DlockWait	w;
 	LOCKTAG		tag;
 	int64		token = 0;
@@ -375,7 +375,8 @@ LeaseAcquire(FunctionCallInfo fcinfo, text *name, int64 wait_usecs,
 
 	w.start = GetCurrentTimestamp();
 	w.deadline = w.start + wait_usecs;
-	if (!WaitForRelationLock(rels->lease_table, &w))
+	rels = DlockGetRelationsWait(fcinfo, &w);
+	if (rels == NULL || !WaitForRelationLock(rels->lease_table, &w))
 		return 0;
 	decided = AcquireAtOnce(fcinfo, rels, name, wait_usecs, owner, &w, &token);
 	RelationLockGiveBack(rels->lease_table);

@@ -103,7 +103,6 @@ extern Oid	DlockLeaseIndex(Relation rel);
 
 /* locktag.c: every lock key, and the secret names are keyed with */
 extern void LockTagInit(void);
-extern void LockKeyLoad(Oid key_table);
 extern uint64 NameHash(text *name);
 extern void NameLockTag(text *name, LOCKTAG *tag);
 extern void NameQueueTag(const LOCKTAG *tag, LOCKTAG *queue_tag);
@@ -159,6 +158,11 @@ typedef struct DlockWait
 	TimestampTz deadline;		/* start + the acquire's wait */
 } DlockWait;
 
+/* relation.c and locktag.c, for an acquire's first look within its deadline */
+extern const DlockRelations *DlockGetRelationsWait(FunctionCallInfo fcinfo,
+												   const DlockWait *w);
+extern bool LockKeyLoad(Oid key_table, const DlockWait *w);
+
 /* lease.c, waiting within an acquire's deadline */
 extern bool LeaseFetchLocked(const DlockRelations *rels, text *name,
 							 DlockLease *lease, const DlockWait *w);
@@ -211,7 +215,7 @@ typedef enum DlockEvent
 	DLOCK_EVENT_RELEASED		/* a true dlock_release */
 } DlockEvent;
 
-extern bool DlockEventsDeferStandbyWait(void);
+extern void DlockEventsDeferStandbyWait(void);
 extern void DlockEventSend(text *name, DlockEvent event, int64 token,
 						   const char *owner);
 

@@ -29,9 +29,10 @@
  * ForceDurableCommit); with events on, a synchronous standby that stopped
  * answering would then make that one commit hold the lock, and every
  * notifying commit of the cluster would wait behind it, also those of
- * applications that chose synchronous_commit = local.  So when a
- * transaction that queued an event commits, and only dlock (not the
- * caller's own synchronous_commit) wants the standbys, the commit itself
+ * applications that chose synchronous_commit = local (and so would a commit
+ * that sent a NOTIFY of its own, events or not).  So when a transaction
+ * whose commit only dlock (not the caller's own synchronous_commit) makes
+ * wait for the standbys commits, the commit itself
  * flushes locally only, and the wait for the standbys comes after the
  * transaction's locks are released (a resource-release callback of the
  * top-level commit, RESOURCE_RELEASE_AFTER_LOCKS): the call still returns
@@ -94,13 +95,6 @@
 StaticAssertDecl(DLOCK_EVENT_MAX_PAYLOAD < BLCKSZ - NAMEDATALEN - 128,
 				 "a dlock event payload could exceed NOTIFY's limit");
 
-/*
- * Did this transaction queue an event?  It stays set when the
- * subtransaction that queued it rolls back: such a commit then waits for
- * the standbys after its locks are released all the same.
- */
-static bool events_queued = false;
-
 /* Must this commit wait for the synchronous standbys once its locks are gone? */
 static bool standby_wait_after_locks = false;
 
@@ -146,14 +140,9 @@ EventsXactCallback(XactEvent event, void *arg)
 {
 	switch (event)
 	{
-		case XACT_EVENT_COMMIT:
-		case XACT_EVENT_PARALLEL_COMMIT:
-			events_queued = false;
-			break;
 		case XACT_EVENT_ABORT:
 		case XACT_EVENT_PARALLEL_ABORT:
 		case XACT_EVENT_PREPARE:
-			events_queued = false;
 			standby_wait_after_locks = false;
 			break;
 		default:
@@ -164,18 +153,24 @@ EventsXactCallback(XactEvent event, void *arg)
 /*
  * Called at pre-commit by a transaction whose commit dlock makes wait for
  * the synchronous standbys (token.c) while the caller's synchronous_commit
- * would not (off or local): if the transaction queued an event, the commit
- * flushes locally only and the wait comes after its locks are released (see
- * the top of this file); true then.  False: nothing queued, the commit
- * waits for the standbys itself.
+ * would not (off or local): the commit flushes locally only and the wait
+ * comes after its locks are released (see the top of this file).  Whether
+ * or not the transaction queued a dlock event: one that sent a NOTIFY of its
+ * own (a renewal, an acquire with events off) would otherwise hold NOTIFY's
+ * cluster-wide lock across dlock's wait, and the caller asked for no wait
+ * that others could see.
  */
-bool
+void
 DlockEventsDeferStandbyWait(void)
 {
-	if (!events_queued)
-		return false;
+	/* Registered here, at pre-commit, they run for this very commit. */
+	if (!events_callbacks_registered)
+	{
+		RegisterXactCallback(EventsXactCallback, NULL);
+		RegisterResourceReleaseCallback(EventsResourceRelease, NULL);
+		events_callbacks_registered = true;
+	}
 	standby_wait_after_locks = true;
-	return true;
 }
 
 /* The event's name in the payload. */
@@ -250,11 +245,4 @@ DlockEventSend(text *name, DlockEvent event, int64 token, const char *owner)
 	Async_Notify(DLOCK_EVENT_CHANNEL, buf.data);
 	pfree(buf.data);
 
-	if (!events_callbacks_registered)
-	{
-		RegisterXactCallback(EventsXactCallback, NULL);
-		RegisterResourceReleaseCallback(EventsResourceRelease, NULL);
-		events_callbacks_registered = true;
-	}
-	events_queued = true;
 }

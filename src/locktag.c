@@ -281,10 +281,12 @@ LockKeyRefuse(const char *detail)
  * Load the key scheme of the extension's objects (relation.c, whenever it
  * validates them): legacy when key_table is InvalidOid (1.0 and 1.1
  * objects), else the one row of key_table, read without the caller's
- * privileges.
+ * privileges.  With w, the table's lock is waited for no longer than its
+ * deadline (an acquire's: wait.c), and false then; with w NULL, as long as
+ * it takes.  True once loaded.
  */
-void
-LockKeyLoad(Oid key_table)
+bool
+LockKeyLoad(Oid key_table, const DlockWait *w)
 {
 	Relation	rel;
 	Snapshot	snapshot;
@@ -297,10 +299,12 @@ LockKeyLoad(Oid key_table)
 	if (!OidIsValid(key_table))
 	{
 		key_scheme = LOCK_KEY_LEGACY;
-		return;
+		return true;
 	}
 	SipHashSelfTest();
-	rel = table_open(key_table, AccessShareLock);
+	if (w != NULL && !WaitForRelationLockMode(key_table, AccessShareLock, w))
+		return false;
+	rel = table_open(key_table, w != NULL ? NoLock : AccessShareLock);
 	if (RelationGetDescr(rel)->natts != 2)
 		LockKeyRefuse("The table does not have two columns.");
 	snapshot = RegisterSnapshot(GetLatestSnapshot());
@@ -321,7 +325,9 @@ LockKeyLoad(Oid key_table)
 	ExecDropSingleTupleTableSlot(slot);
 	table_endscan(scan);
 	UnregisterSnapshot(snapshot);
-	table_close(rel, AccessShareLock);
+	table_close(rel, w != NULL ? NoLock : AccessShareLock);
+	if (w != NULL)
+		RelationLockGiveBackMode(key_table, AccessShareLock);
 
 	if (rows != 1 || secret == NULL)
 		LockKeyRefuse("The table must hold exactly one row, with no NULL.");
@@ -334,6 +340,7 @@ LockKeyLoad(Oid key_table)
 	key_k1 = LoadLE64((unsigned char *) VARDATA_ANY(secret) + 8);
 	key_scheme = LOCK_KEY_SIPHASH;
 	pfree(secret);
+	return true;
 }
 
 /*

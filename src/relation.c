@@ -139,6 +139,17 @@ DlockLeaseTableShape(Oid relid)
 const DlockRelations *
 DlockGetRelations(FunctionCallInfo fcinfo)
 {
+	return DlockGetRelationsWait(fcinfo, NULL);
+}
+
+/*
+ * As DlockGetRelations, for an acquire: the lock key's table is waited for
+ * no longer than w's deadline (an operator's VACUUM FULL of it queued behind
+ * a pg_dump, say), and NULL then; with w NULL, as long as it takes.
+ */
+const DlockRelations *
+DlockGetRelationsWait(FunctionCallInfo fcinfo, const DlockWait *w)
+{
 	DlockXactGuard();
 	if (!cached_relations_valid)
 	{
@@ -158,7 +169,8 @@ DlockGetRelations(FunctionCallInfo fcinfo)
 		cached_relations.token_seq = DlockLookupRelation("dlock_token_seq", nspid);
 		cached_relations.key_table = shape == DLOCK_LEASE_1_2 ?
 			DlockLookupRelation("dlock_lock_key", nspid) : InvalidOid;
-		LockKeyLoad(cached_relations.key_table);
+		if (!LockKeyLoad(cached_relations.key_table, w))
+			return NULL;
 		cached_relations_valid = true;
 	}
 	return &cached_relations;

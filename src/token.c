@@ -229,19 +229,22 @@ static void
 TokenXactCallback(XactEvent event, void *arg)
 {
 	/*
-	 * A transaction that queued a lease event and whose caller wants no
-	 * standby waits for the standbys after its commit released its locks
-	 * instead, so that NOTIFY's commit lock is not held across that wait
-	 * (events.c).
+	 * A transaction whose caller wants no standby wait (local or off) waits
+	 * for the standbys after its commit released its locks instead, so that
+	 * NOTIFY's commit lock (its own NOTIFY's or a lease event's) is not held
+	 * across that wait (events.c).  At remote_write it is raised to on.
 	 */
 	if (event == XACT_EVENT_PRE_COMMIT && commit_durable &&
 		synchronous_commit < SYNCHRONOUS_COMMIT_REMOTE_FLUSH &&
-		SyncRepStandbyNames != NULL && SyncRepStandbyNames[0] != '\0' &&
-		!(synchronous_commit <= SYNCHRONOUS_COMMIT_LOCAL_FLUSH &&
-		  DlockEventsDeferStandbyWait()))
-		(void) set_config_option("synchronous_commit", "on",
-								 PGC_USERSET, PGC_S_SESSION,
-								 GUC_ACTION_LOCAL, true, 0, false);
+		SyncRepStandbyNames != NULL && SyncRepStandbyNames[0] != '\0')
+	{
+		if (synchronous_commit <= SYNCHRONOUS_COMMIT_LOCAL_FLUSH)
+			DlockEventsDeferStandbyWait();
+		else
+			(void) set_config_option("synchronous_commit", "on",
+									 PGC_USERSET, PGC_S_SESSION,
+									 GUC_ACTION_LOCAL, true, 0, false);
+	}
 	if (event == XACT_EVENT_COMMIT || event == XACT_EVENT_ABORT ||
 		event == XACT_EVENT_PREPARE || event == XACT_EVENT_PARALLEL_COMMIT ||
 		event == XACT_EVENT_PARALLEL_ABORT)

@@ -25,6 +25,9 @@
 #    its wait, as any notifying commit with that setting does: the other
 #    session's NOTIFY then fails with 55P03 at its lock_timeout, as the docs
 #    say.
+# 3. A renewal (no lease event) in a transaction that sent a NOTIFY of its
+#    own, at synchronous_commit = local, does not hold the lock across
+#    dlock's wait for the standby either.
 
 use strict;
 use warnings;
@@ -216,7 +219,28 @@ like($c->query_safe('SELECT 1'), qr/^\d+\n1$/,
 ($state) = notify_local('after', '10s');
 is($state, '', 'standby back: NOTIFY commits again');
 
-$_->quit for ($listener, $a, $b, $c);
+# 3. A transaction that sends a NOTIFY of its own and renews its lease
+# (an owner's acquire: no lease event) at synchronous_commit = local: dlock
+# still makes the renewal durable on the standby, after the commit let go of
+# NOTIFY's lock.
+my ($d, $d_pid) = session('SET synchronous_commit = local');
+$d->query_safe(q{SELECT dlock_acquire('stalled/d', '10 min', owner => 'me')});
+$walreceiver = walreceiver();
+kill 'STOP', $walreceiver;
+send_query($d,
+	q{BEGIN; NOTIFY app_channel, 'from d'; SELECT dlock_acquire('stalled/d', '10 min', owner => 'me') > 0 AS renewed; COMMIT;}
+);
+is(wait_for_syncrep($d, $d_pid), 'SyncRep',
+	'standby silent: a renewal that sent its own NOTIFY waits for the standby');
+($state, $took) = notify_local('while d waits', '10s');
+is($state, '',
+	"... and does not hold NOTIFY's lock meanwhile: another session's NOTIFY commits");
+cmp_ok($took, '<', 10, '... well within its lock_timeout');
+kill 'CONT', $walreceiver;
+like($d->query_safe('SELECT 1'), qr/^t\n1$/,
+	'standby back: the renewal returned');
+
+$_->quit for ($listener, $a, $b, $c, $d);
 $primary->stop;
 $standby->stop;
 done_testing();
