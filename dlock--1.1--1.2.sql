@@ -652,22 +652,24 @@ COMMENT ON TRIGGER dlock_lock_key_truncate ON @extschema@.dlock_lock_key IS
 -- dlock_edition(), when the SQL edition is there, as an extension
 -- (dlock_sql, pg_tle's included) or as a script (a dlock_edition() function
 -- in any schema that is not this extension's).  src/sql/00_guard.sql makes
--- the same check in the SQL edition.  It only reads catalogs.
+-- the same check in the SQL edition.  It only reads catalogs, after a lock
+-- that serialises installs.
 DO $dlock$
 DECLARE
-	found text;
+	ext pg_catalog.name;
+	nsp pg_catalog.name;
 BEGIN
-	SELECT pg_catalog.string_agg(x.what, '; ' ORDER BY x.what) INTO found
-	  FROM (SELECT pg_catalog.format('extension "%s" %s (the SQL edition) is installed in schema "%s"',
-									 e.extname, e.extversion, n.nspname) AS what
+	-- Installs serialise here (a transaction-level advisory lock that any
+	-- role may take too: it can only hold back an install), so that two at
+	-- once cannot both find nothing; then the catalogs are read afresh.
+	PERFORM pg_catalog.pg_advisory_xact_lock(1684825963, 26);
+	SELECT x.ext, x.nsp INTO ext, nsp
+	  FROM (SELECT 0 AS kind, e.extname AS ext, n.nspname AS nsp
 			  FROM pg_catalog.pg_extension e
 			  JOIN pg_catalog.pg_namespace n ON n.oid OPERATOR(pg_catalog.=) e.extnamespace
 			 WHERE e.extname OPERATOR(pg_catalog.=) 'dlock_sql'
 			UNION ALL
-			SELECT pg_catalog.format('a dlock is installed in schema "%s" (function %I.dlock_edition()%s)',
-									 n.nspname, n.nspname,
-									 CASE WHEN e.extname IS NOT NULL
-										  THEN pg_catalog.format(', of extension "%s"', e.extname) ELSE '' END)
+			SELECT 1, NULL, n.nspname
 			  FROM pg_catalog.pg_proc p
 			  JOIN pg_catalog.pg_namespace n ON n.oid OPERATOR(pg_catalog.=) p.pronamespace
 			  LEFT JOIN pg_catalog.pg_depend d
@@ -679,9 +681,16 @@ BEGIN
 			 WHERE p.proname OPERATOR(pg_catalog.=) 'dlock_edition'
 			   AND p.pronargs OPERATOR(pg_catalog.=) 0
 			   AND (e.extname IS NULL
-					OR e.extname OPERATOR(pg_catalog.<>) ALL (ARRAY['dlock', 'dlock_sql']::pg_catalog.name[]))) AS x;
-	IF found IS NOT NULL THEN
-		RAISE EXCEPTION 'cannot install dlock: %', found
+					OR e.extname OPERATOR(pg_catalog.<>) ALL (ARRAY['dlock', 'dlock_sql']::pg_catalog.name[]))) AS x
+	 ORDER BY x.kind, x.nsp
+	 LIMIT 1;
+	IF nsp IS NOT NULL AND ext IS NOT NULL THEN
+		RAISE EXCEPTION 'cannot install dlock: extension "%" is installed in schema "%"', ext, nsp
+			USING ERRCODE = '55000',
+				  DETAIL = 'A database holds at most one dlock, of either edition: two would keep two lease tables and two token counters for one lock name.',
+				  HINT = 'Use the dlock that is installed, or move to the other edition by export and import (docs/editions.md).';
+	ELSIF nsp IS NOT NULL THEN
+		RAISE EXCEPTION 'cannot install dlock: a dlock is installed in schema "%"', nsp
 			USING ERRCODE = '55000',
 				  DETAIL = 'A database holds at most one dlock, of either edition: two would keep two lease tables and two token counters for one lock name.',
 				  HINT = 'Use the dlock that is installed, or move to the other edition by export and import (docs/editions.md).';
@@ -742,7 +751,7 @@ BEGIN
 				  HINT = 'Pass the value that dlock_export() returned.';
 	END IF;
 	IF (state OPERATOR(pg_catalog.->) 'version') IS DISTINCT FROM '1'::pg_catalog.jsonb THEN
-		RAISE EXCEPTION 'dlock export version % is not supported', state OPERATOR(pg_catalog.->) 'version'
+		RAISE EXCEPTION 'dlock export version "%" is not supported', state OPERATOR(pg_catalog.->) 'version'
 			USING ERRCODE = '22023',
 				  DETAIL = 'This version of dlock reads exports of version 1.';
 	END IF;
@@ -786,7 +795,7 @@ BEGIN
 	IF bad IS NOT NULL THEN
 		RAISE EXCEPTION 'argument "state" is not a valid dlock export'
 			USING ERRCODE = '22023',
-				  DETAIL = pg_catalog.format('Wrong, missing or out of range: %s.', bad);
+				  DETAIL = pg_catalog.format('What is wrong, missing or out of range: "%s".', bad);
 	END IF;
 	RETURN QUERY
 		SELECT x.name, x.token, x.owner, x.role, x.acquired_at, x.expires_at, x.released_at
@@ -814,7 +823,7 @@ BEGIN
 	IF pg_catalog.current_setting('transaction_isolation') OPERATOR(pg_catalog.<>) 'read committed' THEN
 		RAISE EXCEPTION 'dlock_export() must be called in a READ COMMITTED transaction'
 			USING ERRCODE = '25000',
-				  DETAIL = pg_catalog.format('The snapshot of a %s transaction can miss leases that were acquired while the export waited for its lock.',
+				  DETAIL = pg_catalog.format('The snapshot of a transaction at isolation level "%s" can miss leases that were acquired while the export waited for its lock.',
 											 pg_catalog.upper(pg_catalog.current_setting('transaction_isolation')));
 	END IF;
 	-- Acquisitions lock dlock_lease (ROW EXCLUSIVE) before they draw a
@@ -873,7 +882,8 @@ BEGIN
 	IF existing OPERATOR(pg_catalog.>) 0 AND (NOT replace OR held OPERATOR(pg_catalog.>) 0) THEN
 		RAISE EXCEPTION 'cannot import dlock leases into a database that has leases'
 			USING ERRCODE = '55000',
-				  DETAIL = pg_catalog.format('Lease rows: %s, held now: %s.', existing, held),
+				  DETAIL = CASE WHEN held OPERATOR(pg_catalog.>) 0 THEN 'Some of its leases are held now.'
+							 ELSE 'None of its leases is held now.' END,
 				  HINT = CASE WHEN held OPERATOR(pg_catalog.>) 0
 							  THEN 'Release the held leases or let them expire first; dlock_import(state, replace => true) then replaces the rows.'
 							  ELSE 'Call dlock_import(state, replace => true) to replace them.' END;
@@ -883,9 +893,9 @@ BEGIN
 	 WHERE r.released_at IS NULL AND r.expires_at OPERATOR(pg_catalog.>) pg_catalog.clock_timestamp()
 	   AND NOT EXISTS (SELECT FROM pg_catalog.pg_roles AS a WHERE a.rolname OPERATOR(pg_catalog.=) r.role);
 	IF missing IS NOT NULL THEN
-		RAISE EXCEPTION 'the holder roles of held leases do not exist here: %', missing
+		RAISE EXCEPTION 'holder roles of held leases do not exist in this cluster: "%"', missing
 			USING ERRCODE = '42704',
-				  HINT = 'Create the roles first (pg_dumpall --roles-only), or let those leases expire, then import again.';
+				  HINT = 'Create the roles first (pg_dumpall -r dumps them), or let those leases expire, then import again.';
 	END IF;
 	DELETE FROM @extschema@.dlock_lease;
 	SELECT c.system_identifier INTO sysid FROM pg_catalog.pg_control_system() AS c;

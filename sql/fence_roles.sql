@@ -138,6 +138,30 @@ COMMIT;
 SELECT id, token = :p2 AS current FROM pinned;
 RESET ROLE;
 
+-- Another role learns nothing of a lease's token from LK001 (outside
+-- review of 1.2): the detail does not tell a token below the lease's from
+-- one above it, which would find the token by bisection; the holder role
+-- is told which.
+CREATE FUNCTION pg_temp.stale_detail(lock text, tok bigint) RETURNS text
+LANGUAGE plpgsql AS $$
+DECLARE
+	d text;
+BEGIN
+	PERFORM dlock_assert(lock, tok);
+	RETURN 'no error';
+EXCEPTION WHEN SQLSTATE 'LK001' THEN
+	GET STACKED DIAGNOSTICS d = PG_EXCEPTION_DETAIL;
+	RETURN d;
+END
+$$;
+SET ROLE regress_dlock_app;
+SELECT dlock_acquire('oracle', '1 min') AS o1 \gset
+SET ROLE regress_dlock_other;
+SELECT pg_temp.stale_detail('oracle', :o1 - 1) AS below, pg_temp.stale_detail('oracle', :o1 + 1) AS above;
+SET ROLE regress_dlock_app;
+SELECT pg_temp.stale_detail('oracle', :o1 - 1) AS below, pg_temp.stale_detail('oracle', :o1 + 1) AS above;
+RESET ROLE;
+
 DROP TABLE pinned, pin_ref, lines, orders;
 DROP FUNCTION lines_bump(), lines_insert(bigint), shop_write(bigint);
 DROP ROLE regress_dlock_tables, regress_dlock_app, regress_dlock_other;

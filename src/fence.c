@@ -34,9 +34,15 @@
 #include "compat.h"
 #include "dlock.h"
 
-/* Raise LK001 for a token that does not hold the lease, saying why. */
+/*
+ * Raise LK001 for a token that does not hold the lease, saying why; but
+ * why only to the holder role (and its members, as role vouches): to
+ * anybody else "newer" against "never issued" would tell the order of the
+ * token tried and the lease's, and so the lease's token in some 60 tries,
+ * which dlock_leases shows only to the holder role.
+ */
 static void
-FenceReject(text *name, int64 token, const DlockLease *lease)
+FenceReject(text *name, int64 token, const DlockLease *lease, Oid role)
 {
 	ereport(ERROR,
 			(errcode(ERRCODE_DLOCK_STALE_TOKEN),
@@ -44,6 +50,8 @@ FenceReject(text *name, int64 token, const DlockLease *lease)
 					(long long) token, text_to_cstring(name)),
 			 !lease->found ?
 			 errdetail("The lock has never been acquired.") :
+			 !LeaseRoleActsForHolder(lease, role) ?
+			 errdetail("The token does not hold the lease, whose holder is another role.") :
 			 lease->token > token ?
 			 errdetail("The lock has since been acquired with a newer token.") :
 			 lease->token < token ?
@@ -137,7 +145,7 @@ FenceCheck(const DlockRelations *rels, text *name, int64 token, Oid role,
 	if (taken)
 		NameLockGiveBack(&tag, DLOCK_LOCK_CHECK);
 	if (raise)
-		FenceReject(name, token, &lease);
+		FenceReject(name, token, &lease, role);
 	return false;
 }
 

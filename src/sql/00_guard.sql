@@ -17,14 +17,15 @@
 -- dlock_edition() in some schema may be anybody's).
 DO $dlock$
 DECLARE
-	found text;
+	ext pg_catalog.name;
+	nsp pg_catalog.name;
 BEGIN
-	SELECT pg_catalog.string_agg(x.what, '; ' ORDER BY x.what) INTO found
-	  FROM (SELECT pg_catalog.format('extension "%s" %s (%s) is installed in schema "%s"',
-									 e.extname, e.extversion,
-									 CASE e.extname WHEN 'dlock' THEN 'the C edition'
-										  ELSE 'the SQL edition' END,
-									 n.nspname) AS what
+	-- Installs serialise here (a transaction-level advisory lock that any
+	-- role may take too: it can only hold back an install), so that two at
+	-- once cannot both find nothing; then the catalogs are read afresh.
+	PERFORM pg_catalog.pg_advisory_xact_lock(1684825963, 26);
+	SELECT x.ext, x.nsp INTO ext, nsp
+	  FROM (SELECT 0 AS kind, e.extname AS ext, n.nspname AS nsp
 			  FROM pg_catalog.pg_extension e
 			  JOIN pg_catalog.pg_namespace n ON n.oid OPERATOR(pg_catalog.=) e.extnamespace
 			 WHERE e.extname OPERATOR(pg_catalog.=) ANY (ARRAY['dlock', 'dlock_sql']::pg_catalog.name[])
@@ -33,10 +34,7 @@ BEGIN
 							  AND d.refobjid OPERATOR(pg_catalog.=) e.oid
 							  AND d.deptype OPERATOR(pg_catalog.=) 'e')
 			UNION ALL
-			SELECT pg_catalog.format('a dlock is installed in schema "%s" (function %I.dlock_edition()%s)',
-									 n.nspname, n.nspname,
-									 CASE WHEN e.extname IS NOT NULL
-										  THEN pg_catalog.format(', of extension "%s"', e.extname) ELSE '' END)
+			SELECT 1, NULL, n.nspname
 			  FROM pg_catalog.pg_proc p
 			  JOIN pg_catalog.pg_namespace n ON n.oid OPERATOR(pg_catalog.=) p.pronamespace
 			  LEFT JOIN pg_catalog.pg_depend d
@@ -48,9 +46,16 @@ BEGIN
 			 WHERE p.proname OPERATOR(pg_catalog.=) 'dlock_edition'
 			   AND p.pronargs OPERATOR(pg_catalog.=) 0
 			   AND (e.extname IS NULL
-					OR e.extname OPERATOR(pg_catalog.<>) ALL (ARRAY['dlock', 'dlock_sql']::pg_catalog.name[]))) AS x;
-	IF found IS NOT NULL THEN
-		RAISE EXCEPTION 'cannot install dlock: %', found
+					OR e.extname OPERATOR(pg_catalog.<>) ALL (ARRAY['dlock', 'dlock_sql']::pg_catalog.name[]))) AS x
+	 ORDER BY x.kind, x.nsp
+	 LIMIT 1;
+	IF nsp IS NOT NULL AND ext IS NOT NULL THEN
+		RAISE EXCEPTION 'cannot install dlock: extension "%" is installed in schema "%"', ext, nsp
+			USING ERRCODE = '55000',
+				  DETAIL = 'A database holds at most one dlock, of either edition: two would keep two lease tables and two token counters for one lock name.',
+				  HINT = 'Use the dlock that is installed, or move to the other edition by export and import (docs/editions.md).';
+	ELSIF nsp IS NOT NULL THEN
+		RAISE EXCEPTION 'cannot install dlock: a dlock is installed in schema "%"', nsp
 			USING ERRCODE = '55000',
 				  DETAIL = 'A database holds at most one dlock, of either edition: two would keep two lease tables and two token counters for one lock name.',
 				  HINT = 'Use the dlock that is installed, or move to the other edition by export and import (docs/editions.md).';

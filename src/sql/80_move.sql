@@ -38,7 +38,7 @@ BEGIN
 				  HINT = 'Pass the value that dlock_export() returned.';
 	END IF;
 	IF (state OPERATOR(pg_catalog.->) 'version') IS DISTINCT FROM '1'::pg_catalog.jsonb THEN
-		RAISE EXCEPTION 'dlock export version % is not supported', state OPERATOR(pg_catalog.->) 'version'
+		RAISE EXCEPTION 'dlock export version "%" is not supported', state OPERATOR(pg_catalog.->) 'version'
 			USING ERRCODE = '22023',
 				  DETAIL = 'This version of dlock reads exports of version 1.';
 	END IF;
@@ -82,7 +82,7 @@ BEGIN
 	IF bad IS NOT NULL THEN
 		RAISE EXCEPTION 'argument "state" is not a valid dlock export'
 			USING ERRCODE = '22023',
-				  DETAIL = pg_catalog.format('Wrong, missing or out of range: %s.', bad);
+				  DETAIL = pg_catalog.format('What is wrong, missing or out of range: "%s".', bad);
 	END IF;
 	RETURN QUERY
 		SELECT x.name, x.token, x.owner, x.role, x.acquired_at, x.expires_at, x.released_at
@@ -110,7 +110,7 @@ BEGIN
 	IF pg_catalog.current_setting('transaction_isolation') OPERATOR(pg_catalog.<>) 'read committed' THEN
 		RAISE EXCEPTION 'dlock_export() must be called in a READ COMMITTED transaction'
 			USING ERRCODE = '25000',
-				  DETAIL = pg_catalog.format('The snapshot of a %s transaction can miss leases that were acquired while the export waited for its lock.',
+				  DETAIL = pg_catalog.format('The snapshot of a transaction at isolation level "%s" can miss leases that were acquired while the export waited for its lock.',
 											 pg_catalog.upper(pg_catalog.current_setting('transaction_isolation')));
 	END IF;
 	-- An acquisition writes dlock_lease (ROW EXCLUSIVE) after its draw and
@@ -179,7 +179,8 @@ BEGIN
 	IF existing OPERATOR(pg_catalog.>) 0 AND (NOT replace OR held OPERATOR(pg_catalog.>) 0) THEN
 		RAISE EXCEPTION 'cannot import dlock leases into a database that has leases'
 			USING ERRCODE = '55000',
-				  DETAIL = pg_catalog.format('Lease rows: %s, held now: %s.', existing, held),
+				  DETAIL = CASE WHEN held OPERATOR(pg_catalog.>) 0 THEN 'Some of its leases are held now.'
+							 ELSE 'None of its leases is held now.' END,
 				  HINT = CASE WHEN held OPERATOR(pg_catalog.>) 0
 							  THEN 'Release the held leases or let them expire first; dlock_import(state, replace => true) then replaces the rows.'
 							  ELSE 'Call dlock_import(state, replace => true) to replace them.' END;
@@ -189,9 +190,9 @@ BEGIN
 	 WHERE r.released_at IS NULL AND r.expires_at OPERATOR(pg_catalog.>) pg_catalog.clock_timestamp()
 	   AND NOT EXISTS (SELECT FROM pg_catalog.pg_roles AS a WHERE a.rolname OPERATOR(pg_catalog.=) r.role);
 	IF missing IS NOT NULL THEN
-		RAISE EXCEPTION 'the holder roles of held leases do not exist here: %', missing
+		RAISE EXCEPTION 'holder roles of held leases do not exist in this cluster: "%"', missing
 			USING ERRCODE = '42704',
-				  HINT = 'Create the roles first (pg_dumpall --roles-only), or let those leases expire, then import again.';
+				  HINT = 'Create the roles first (pg_dumpall -r dumps them), or let those leases expire, then import again.';
 	END IF;
 	DELETE FROM @extschema@.dlock_expiry;
 	DELETE FROM @extschema@.dlock_lease;

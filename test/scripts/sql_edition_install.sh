@@ -99,16 +99,42 @@ if main_psql -d postgres -c "CREATE DATABASE $both" &&
 		not_ok "CREATE EXTENSION dlock refuses (55000) where the SQL edition's script installed dlock, naming its schema" "$out"
 	fi
 	out=$(main_psql -d "$both" -c 'DROP SCHEMA "s q" CASCADE' -c 'CREATE EXTENSION dlock_sql' -c 'CREATE EXTENSION dlock' 2>&1)
-	if [[ $out == *"55000"*'cannot install dlock: extension "dlock_sql" '*' (the SQL edition) is installed in schema "public"'* ]]; then
+	if [[ $out == *"55000"*'cannot install dlock: extension "dlock_sql" is installed in schema "public"'* ]]; then
 		ok "CREATE EXTENSION dlock refuses (55000) where the trusted extension dlock_sql is, naming it"
 	else
 		not_ok "CREATE EXTENSION dlock refuses (55000) where the trusted extension dlock_sql is, naming it" "$out"
 	fi
 	out=$(main_psql -d "$both" -c 'DROP EXTENSION dlock_sql' -c 'CREATE EXTENSION dlock' -c 'CREATE EXTENSION dlock_sql' 2>&1)
-	if [[ $out == *"55000"*'cannot install dlock: extension "dlock" '*' (the C edition) is installed in schema "public"'* ]]; then
+	if [[ $out == *"55000"*'cannot install dlock: extension "dlock" is installed in schema "public"'* ]]; then
 		ok "CREATE EXTENSION dlock_sql refuses (55000) where the C edition is, naming it"
 	else
 		not_ok "CREATE EXTENSION dlock_sql refuses (55000) where the C edition is, naming it" "$out"
+	fi
+	# Two installs at once: the second waits for the first's commit, then
+	# refuses (without the guard's lock it saw nothing uncommitted and made a
+	# second copy).
+	main_psql -d "$both" -c 'DROP EXTENSION dlock' >/dev/null 2>&1
+	mkfifo "$work/first.in"
+	main_psql -d "$both" <"$work/first.in" >"$work/first.out" 2>&1 &
+	first=$!
+	exec {to_first}>"$work/first.in"
+	echo "BEGIN; CREATE EXTENSION dlock_sql;" >&"$to_first"
+	sleep 2
+	main_psql -d "$both" -v schema=second -f "$top/dist/dlock_sql--$version.psql" >"$work/second.out" 2>&1 &
+	second=$!
+	sleep 1
+	echo "COMMIT;" >&"$to_first"
+	exec {to_first}>&-
+	wait "$first" "$second"
+	out=$(cat "$work/second.out")
+	line=$(cat "$work/first.out")
+	copies=$(main_psql -d "$both" -At -c "SELECT count(*) FROM pg_proc WHERE proname = 'dlock_edition'" 2>&1)
+	if [ -z "$line" ] && [ "$copies" = 1 ] &&
+		[[ $out == *"55000"*'cannot install dlock: extension "dlock_sql" is installed in schema "public"'* ]]; then
+		ok "two installs at once: the second waits for the first, then refuses (55000); one copy"
+	else
+		not_ok "two installs at once: the second waits for the first, then refuses (55000); one copy" \
+			"first: $line; copies: $copies; second: $out"
 	fi
 else
 	not_ok "a database with the SQL edition on test/run's server"
