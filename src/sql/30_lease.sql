@@ -35,7 +35,9 @@ LANGUAGE plpgsql STABLE PARALLEL SAFE
 AS $dlock$
 DECLARE
 	setname pg_catalog.text := coalesce(NULLIF(pg_catalog.current_setting('role'), 'none'), SESSION_USER);
-	caller pg_catalog.oid := (SELECT r.oid FROM pg_catalog.pg_roles AS r WHERE r.rolname = setname);
+	-- to_regrole of the quoted name: exactly that name, or NULL (a syscache
+	-- lookup, not a query of the pg_roles view).
+	caller pg_catalog.oid := pg_catalog.to_regrole(pg_catalog.quote_ident(setname));
 BEGIN
 	IF caller IS NULL THEN
 		RAISE EXCEPTION 'role "%" of this session does not exist', setname
@@ -332,7 +334,8 @@ BEGIN
 	expires_at := r.expires_at;
 	released_at := r.released_at;
 	held := present AND r.released_at IS NULL AND r.expires_at > pg_catalog.clock_timestamp();
-	IF present THEN
+	-- Every caller asks for the holder only of a held lease.
+	IF held THEN
 		holder := @extschema@.dlock_sql_holder(r.role, r.role_oid, r.role_system_identifier, r.role_counter_relfilenode);
 	END IF;
 	changed := present
@@ -348,7 +351,7 @@ END
 $dlock$;
 REVOKE ALL ON FUNCTION @extschema@.dlock_sql_look(pg_catalog.text, pg_catalog.bool) FROM PUBLIC;
 COMMENT ON FUNCTION @extschema@.dlock_sql_look(pg_catalog.text, pg_catalog.bool) IS
-	'internal: the lease of name as the statement''s snapshot shows it, with its holder role';
+	'internal: the lease of name as the statement''s snapshot shows it, with its holder role while held';
 
 -- Raise LK001 for a token that does not hold the lease, saying why (the C
 -- edition's FenceReject).  SECURITY DEFINER, executable by PUBLIC: the
@@ -615,15 +618,17 @@ COMMENT ON FUNCTION @extschema@.dlock_renew(pg_catalog.text, pg_catalog.int8, pg
 	'extend the lease on name to now + ttl if token holds it unexpired';
 
 -- Write a new lease of name for the caller, whose row had the token last
--- (NULL: no row yet): the caller's role, this history (the identity rule).
+-- (NULL: no row yet): the caller's role, the history hist (the identity
+-- rule; dlock_sql_history(), computed once by the acquire).
 CREATE FUNCTION @extschema@.dlock_sql_write_new(name pg_catalog.text, last pg_catalog.int8, token pg_catalog.int8,
-	owner pg_catalog.text, caller pg_catalog.oid, now pg_catalog.timestamptz, expires_at pg_catalog.timestamptz)
+	owner pg_catalog.text, caller pg_catalog.oid, now pg_catalog.timestamptz, expires_at pg_catalog.timestamptz,
+	hist record)
 RETURNS void
 LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
 AS $dlock$
 DECLARE
-	hist record := @extschema@.dlock_sql_history();
-	rolname pg_catalog.name := (SELECT r.rolname FROM pg_catalog.pg_roles AS r WHERE r.oid = caller);
+	-- caller exists: dlock_sql_caller found it in this statement.
+	rolname pg_catalog.name := pg_catalog.pg_get_userbyid(caller);
 BEGIN
 	IF last IS NULL THEN
 		INSERT INTO @extschema@.dlock_lease AS l
@@ -645,8 +650,8 @@ BEGIN
 	 WHERE e.name = $1;
 END
 $dlock$;
-REVOKE ALL ON FUNCTION @extschema@.dlock_sql_write_new(pg_catalog.text, pg_catalog.int8, pg_catalog.int8, pg_catalog.text, pg_catalog.oid, pg_catalog.timestamptz, pg_catalog.timestamptz) FROM PUBLIC;
-COMMENT ON FUNCTION @extschema@.dlock_sql_write_new(pg_catalog.text, pg_catalog.int8, pg_catalog.int8, pg_catalog.text, pg_catalog.oid, pg_catalog.timestamptz, pg_catalog.timestamptz) IS
+REVOKE ALL ON FUNCTION @extschema@.dlock_sql_write_new(pg_catalog.text, pg_catalog.int8, pg_catalog.int8, pg_catalog.text, pg_catalog.oid, pg_catalog.timestamptz, pg_catalog.timestamptz, record) FROM PUBLIC;
+COMMENT ON FUNCTION @extschema@.dlock_sql_write_new(pg_catalog.text, pg_catalog.int8, pg_catalog.int8, pg_catalog.text, pg_catalog.oid, pg_catalog.timestamptz, pg_catalog.timestamptz, record) IS
 	'internal: write the rows of a new lease (insert for a new name, with its queue row; else update)';
 
 -- The hand-over, inside the exception block of the acquire (40_wait.sql):
@@ -665,6 +670,7 @@ DECLARE
 	e record;
 	now pg_catalog.timestamptz;
 	t pg_catalog.int8;
+	hist record;
 BEGIN
 	IF nowait THEN
 		SELECT x.* INTO l FROM @extschema@.dlock_lease AS x WHERE x.name = $1 FOR UPDATE SKIP LOCKED;
@@ -687,10 +693,12 @@ BEGIN
 		END IF;
 		RAISE EXCEPTION 'busy' USING ERRCODE = 'DLKBY';
 	END IF;
-	t := @extschema@.dlock_sql_draw(coalesce(l.token, 0), nowait);
+	-- The history once, for the draw and the row (each reads the control file).
+	hist := @extschema@.dlock_sql_history();
+	t := @extschema@.dlock_sql_draw(coalesce(l.token, 0), nowait, hist);
 	-- A new name: the INSERT fails (23505) if another acquire inserted it
 	-- meanwhile; that error ends the block too, as busy (40_wait.sql).
-	PERFORM @extschema@.dlock_sql_write_new($1, l.token, t, $3, caller, now, @extschema@.dlock_sql_expiry($2, now));
+	PERFORM @extschema@.dlock_sql_write_new($1, l.token, t, $3, caller, now, @extschema@.dlock_sql_expiry($2, now), hist);
 	PERFORM @extschema@.dlock_sql_event($1, CASE WHEN l.name IS NULL OR e.released_at IS NOT NULL
 												THEN 'acquired' ELSE 'taken_over' END, t, $3);
 	RETURN t;

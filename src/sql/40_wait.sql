@@ -121,9 +121,10 @@ LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
 AS $dlock$
 DECLARE
 	saved pg_catalog.text := pg_catalog.current_setting('lock_timeout');
-	caller_ms pg_catalog.int8 := (SELECT CASE s.unit WHEN 's' THEN s.setting::pg_catalog.int8 * 1000
-												 ELSE s.setting::pg_catalog.int8 END
-								   FROM pg_catalog.pg_settings AS s WHERE s.name = 'lock_timeout');
+	-- The caller's lock_timeout in ms: SHOW's form (0, 250ms, 5s, 2min,
+	-- 1h, 1d) is valid interval input.  Not the pg_settings view, which
+	-- builds a row for every setting (0.7 ms).
+	caller_ms pg_catalog.int8 := pg_catalog.round(EXTRACT(epoch FROM saved::pg_catalog.interval) * 1000)::pg_catalog.int8;
 	t pg_catalog.int8;
 BEGIN
 	BEGIN
