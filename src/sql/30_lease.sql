@@ -234,6 +234,11 @@ AS $dlock$
 DECLARE
 	sysid pg_catalog.int8;
 BEGIN
+	-- The role named role has the OID role_oid: both rules name it, in any
+	-- history (a lookup in the role cache, no query, no control file).
+	IF pg_catalog.to_regrole(pg_catalog.quote_ident(role)) = role_oid THEN
+		RETURN role_oid;
+	END IF;
 	-- Its own statement: a plan that names pg_control_system() checks the
 	-- privilege when it starts, whether it calls it or not.
 	IF pg_catalog.has_function_privilege('pg_catalog.pg_control_system()', 'EXECUTE') THEN
@@ -447,9 +452,15 @@ LANGUAGE plpgsql VOLATILE CALLED ON NULL INPUT PARALLEL UNSAFE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
 AS $dlock$
 BEGIN
-	PERFORM @extschema@.dlock_sql_check_name($1);
-	PERFORM @extschema@.dlock_sql_check_token($2);
-	PERFORM @extschema@.dlock_sql_writable('dlock_check()');
+	IF $1 IS NULL OR pg_catalog.octet_length($1) NOT BETWEEN 1 AND 255 THEN
+		PERFORM @extschema@.dlock_sql_check_name($1);
+	END IF;
+	IF $2 IS NULL THEN
+		PERFORM @extschema@.dlock_sql_check_token($2);
+	END IF;
+	IF pg_catalog.pg_is_in_recovery() OR pg_catalog.current_setting('transaction_read_only')::pg_catalog.bool THEN
+		PERFORM @extschema@.dlock_sql_writable('dlock_check()');
+	END IF;
 	RETURN @extschema@.dlock_sql_protect($1, $2);
 END
 $dlock$;
@@ -465,9 +476,15 @@ RETURNS pg_catalog.void
 LANGUAGE plpgsql VOLATILE CALLED ON NULL INPUT PARALLEL UNSAFE SECURITY INVOKER
 AS $dlock$
 BEGIN
-	PERFORM @extschema@.dlock_sql_check_name($1);
-	PERFORM @extschema@.dlock_sql_check_token($2);
-	PERFORM @extschema@.dlock_sql_writable('dlock_assert()');
+	IF $1 IS NULL OR pg_catalog.octet_length($1) NOT BETWEEN 1 AND 255 THEN
+		PERFORM @extschema@.dlock_sql_check_name($1);
+	END IF;
+	IF $2 IS NULL THEN
+		PERFORM @extschema@.dlock_sql_check_token($2);
+	END IF;
+	IF pg_catalog.pg_is_in_recovery() OR pg_catalog.current_setting('transaction_read_only')::pg_catalog.bool THEN
+		PERFORM @extschema@.dlock_sql_writable('dlock_assert()');
+	END IF;
 	IF NOT @extschema@.dlock_sql_protect($1, $2) THEN
 		PERFORM @extschema@.dlock_sql_stale($1, $2);
 	END IF;
@@ -487,8 +504,12 @@ AS $dlock$
 DECLARE
 	r record;
 BEGIN
-	PERFORM @extschema@.dlock_sql_check_name($1);
-	PERFORM @extschema@.dlock_sql_check_token($2);
+	IF $1 IS NULL OR pg_catalog.octet_length($1) NOT BETWEEN 1 AND 255 THEN
+		PERFORM @extschema@.dlock_sql_check_name($1);
+	END IF;
+	IF $2 IS NULL THEN
+		PERFORM @extschema@.dlock_sql_check_token($2);
+	END IF;
 	IF pg_catalog.pg_is_in_recovery() THEN
 		RAISE EXCEPTION 'cannot execute dlock_remaining() during recovery' USING ERRCODE = '25006';
 	END IF;
@@ -533,7 +554,9 @@ CREATE FUNCTION @extschema@.dlock_sql_holder_call(lock pg_catalog.text, tok pg_c
 LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
 AS $dlock$
 BEGIN
-	PERFORM @extschema@.dlock_sql_writable(pg_catalog.format('dlock_%s()', action));
+	IF pg_catalog.pg_is_in_recovery() OR pg_catalog.current_setting('transaction_read_only')::pg_catalog.bool THEN
+		PERFORM @extschema@.dlock_sql_writable(pg_catalog.format('dlock_%s()', action));
+	END IF;
 	PERFORM @extschema@.dlock_sql_no_prepare();
 	SELECT * INTO present, token, owner, holder, expires_at, released_at, held, changed
 	  FROM @extschema@.dlock_sql_look(lock, false);
@@ -557,8 +580,14 @@ AS $dlock$
 DECLARE
 	r record;
 BEGIN
-	PERFORM @extschema@.dlock_sql_check_name($1);
-	PERFORM @extschema@.dlock_sql_check_token($2);
+	IF $1 IS NULL OR pg_catalog.octet_length($1) NOT BETWEEN 1 AND 255 THEN
+		IF $1 IS NULL OR pg_catalog.octet_length($1) NOT BETWEEN 1 AND 255 THEN
+		PERFORM @extschema@.dlock_sql_check_name($1);
+	END IF;
+	END IF;
+	IF $2 IS NULL THEN
+		PERFORM @extschema@.dlock_sql_check_token($2);
+	END IF;
 	r := @extschema@.dlock_sql_holder_call($1, $2, 'release');
 	IF NOT r.held OR r.token <> $2 THEN
 		RETURN false;
@@ -584,8 +613,12 @@ AS $dlock$
 DECLARE
 	r record;
 BEGIN
-	PERFORM @extschema@.dlock_sql_check_name($1);
-	PERFORM @extschema@.dlock_sql_check_token($2);
+	IF $1 IS NULL OR pg_catalog.octet_length($1) NOT BETWEEN 1 AND 255 THEN
+		PERFORM @extschema@.dlock_sql_check_name($1);
+	END IF;
+	IF $2 IS NULL THEN
+		PERFORM @extschema@.dlock_sql_check_token($2);
+	END IF;
 	PERFORM @extschema@.dlock_sql_expiry($3, pg_catalog.clock_timestamp());
 	r := @extschema@.dlock_sql_holder_call($1, $2, 'renew');
 	IF NOT r.held OR r.token <> $2 THEN
@@ -698,7 +731,11 @@ BEGIN
 	t := @extschema@.dlock_sql_draw(coalesce(l.token, 0), nowait, hist);
 	-- A new name: the INSERT fails (23505) if another acquire inserted it
 	-- meanwhile; that error ends the block too, as busy (40_wait.sql).
-	PERFORM @extschema@.dlock_sql_write_new($1, l.token, t, $3, caller, now, @extschema@.dlock_sql_expiry($2, now), hist);
+	-- A ttl without days, months or years that dlock_sql_acquire let
+	-- through passes every check at any now; any other is checked again.
+	PERFORM @extschema@.dlock_sql_write_new($1, l.token, t, $3, caller, now,
+		CASE WHEN pg_catalog.date_trunc('day', $2) = '0'::pg_catalog.interval THEN now + $2
+			 ELSE @extschema@.dlock_sql_expiry($2, now) END, hist);
 	PERFORM @extschema@.dlock_sql_event($1, CASE WHEN l.name IS NULL OR e.released_at IS NOT NULL
 												THEN 'acquired' ELSE 'taken_over' END, t, $3);
 	RETURN t;

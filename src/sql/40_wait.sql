@@ -129,13 +129,12 @@ DECLARE
 BEGIN
 	BEGIN
 		IF nowait THEN
-			-- A free lease goes to those who already wait for it.
-			IF EXISTS (SELECT FROM @extschema@.dlock_sql_queue AS q WHERE q.name = $1) THEN
-				PERFORM FROM @extschema@.dlock_sql_queue AS q WHERE q.name = $1
-				  FOR KEY SHARE SKIP LOCKED;
-				IF NOT FOUND THEN
-					RAISE EXCEPTION 'busy' USING ERRCODE = 'DLKBY';
-				END IF;
+			-- A free lease goes to those who already wait for it: a queue
+			-- row that a waiter locks (the lock skips it) makes this busy.
+			PERFORM FROM @extschema@.dlock_sql_queue AS q WHERE q.name = $1
+			  FOR KEY SHARE SKIP LOCKED;
+			IF NOT FOUND AND EXISTS (SELECT FROM @extschema@.dlock_sql_queue AS q WHERE q.name = $1) THEN
+				RAISE EXCEPTION 'busy' USING ERRCODE = 'DLKBY';
 			END IF;
 			t := @extschema@.dlock_sql_take($1, $2, $3, $4, true);
 		ELSE
@@ -161,7 +160,8 @@ COMMENT ON FUNCTION @extschema@.dlock_sql_acquire_locked(pg_catalog.text, pg_cat
 
 -- dlock_acquire's work.  The busy path (held, wait => 0, no owner, READ
 -- COMMITTED) is one read after the argument checks: no lock, no
--- subtransaction, no XID, no call of another function of dlock's.
+-- subtransaction, no XID, no call of another function of dlock's.  Any
+-- other anonymous acquire in READ COMMITTED goes straight to the locks.
 CREATE FUNCTION @extschema@.dlock_sql_acquire(name pg_catalog.text, ttl pg_catalog.interval,
 	wait pg_catalog.interval, owner pg_catalog.text)
 RETURNS pg_catalog.int8
@@ -194,11 +194,18 @@ BEGIN
 	IF pg_catalog.pg_is_in_recovery() OR pg_catalog.current_setting('transaction_read_only')::pg_catalog.bool THEN
 		PERFORM @extschema@.dlock_sql_writable('dlock_acquire()');
 	END IF;
-	IF wait_us = 0 AND $4 IS NULL
-	   AND pg_catalog.current_setting('transaction_isolation') = 'read committed'
-	   AND EXISTS (SELECT FROM @extschema@.dlock_expiry AS e
-				   WHERE e.name = $1 AND e.released_at IS NULL AND e.expires_at > pg_catalog.clock_timestamp()) THEN
-		RETURN NULL;
+	IF $4 IS NULL AND pg_catalog.current_setting('transaction_isolation') = 'read committed' THEN
+		-- No owner renewal to find and no snapshot to keep to: the look
+		-- below could only tell held from free, which the locked part
+		-- decides again under its locks.
+		IF wait_us = 0
+		   AND EXISTS (SELECT FROM @extschema@.dlock_expiry AS e
+					   WHERE e.name = $1 AND e.released_at IS NULL AND e.expires_at > pg_catalog.clock_timestamp()) THEN
+			RETURN NULL;
+		END IF;
+		PERFORM @extschema@.dlock_sql_no_prepare();
+		RETURN @extschema@.dlock_sql_acquire_locked($1, $2, $4, @extschema@.dlock_sql_caller(),
+			start + wait_us * '1 microsecond'::pg_catalog.interval, wait_us = 0);
 	END IF;
 	PERFORM @extschema@.dlock_sql_no_prepare();
 	caller := @extschema@.dlock_sql_caller();
