@@ -203,19 +203,27 @@ COMMENT ON FUNCTION @extschema@.dlock_sql_writable(pg_catalog.text) IS
 -- table first.  pg_relation_size only opens the relation, whatever it is
 -- (a relation of that name the session made itself included): it runs no
 -- code of anybody's.
-CREATE FUNCTION @extschema@.dlock_sql_no_prepare()
-RETURNS void
+CREATE FUNCTION @extschema@.dlock_sql_prepare_table()
+RETURNS pg_catalog.regclass
 LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
 AS $dlock$
-DECLARE
-	rel pg_catalog.regclass := pg_catalog.to_regclass('pg_temp.dlock_sql_prepare');
 BEGIN
-	IF rel IS NULL THEN
-		CREATE TEMPORARY TABLE dlock_sql_prepare ();
-		rel := pg_catalog.to_regclass('pg_temp.dlock_sql_prepare');
-	END IF;
-	PERFORM pg_catalog.pg_relation_size(rel);
+	CREATE TEMPORARY TABLE dlock_sql_prepare ();
+	RETURN pg_catalog.to_regclass('pg_temp.dlock_sql_prepare');
 END
+$dlock$;
+REVOKE ALL ON FUNCTION @extschema@.dlock_sql_prepare_table() FROM PUBLIC;
+COMMENT ON FUNCTION @extschema@.dlock_sql_prepare_table() IS
+	'internal: create the session''s temporary table dlock_sql_prepare (dlock_sql_no_prepare opens it)';
+
+-- A SQL function, inlined into its callers' PERFORM: no PL/pgSQL call.
+-- coalesce evaluates its second argument only when the first is NULL.
+CREATE FUNCTION @extschema@.dlock_sql_no_prepare()
+RETURNS pg_catalog.int8
+LANGUAGE sql VOLATILE PARALLEL UNSAFE
+AS $dlock$
+SELECT pg_catalog.pg_relation_size(coalesce(pg_catalog.to_regclass('pg_temp.dlock_sql_prepare'),
+											@extschema@.dlock_sql_prepare_table()))
 $dlock$;
 REVOKE ALL ON FUNCTION @extschema@.dlock_sql_no_prepare() FROM PUBLIC;
 COMMENT ON FUNCTION @extschema@.dlock_sql_no_prepare() IS

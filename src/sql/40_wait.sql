@@ -159,7 +159,7 @@ COMMENT ON FUNCTION @extschema@.dlock_sql_acquire_locked(pg_catalog.text, pg_cat
 	'internal: the locking part of an acquire, in its one exception block: a token, or NULL for busy';
 
 -- dlock_acquire's work.  The busy path (held, wait => 0, no owner, READ
--- COMMITTED) is one read after the argument checks: no lock, no
+-- COMMITTED) is one read with the argument checks: no lock, no
 -- subtransaction, no XID, no call of another function of dlock's.  Any
 -- other anonymous acquire in READ COMMITTED goes straight to the locks.
 CREATE FUNCTION @extschema@.dlock_sql_acquire(name pg_catalog.text, ttl pg_catalog.interval,
@@ -173,14 +173,25 @@ DECLARE
 	wait_us pg_catalog.int8;
 	caller pg_catalog.oid;
 	r record;
+	max_ttl pg_catalog.int4;
+	busy pg_catalog.bool;
 BEGIN
 	IF $1 IS NULL OR pg_catalog.octet_length($1) NOT BETWEEN 1 AND 255 THEN
 		PERFORM @extschema@.dlock_sql_check_name($1);
 	END IF;
+	-- One query: the maximum ttl and, for an anonymous try in READ
+	-- COMMITTED, whether the lease is held (answered only after the checks).
+	SELECT s.max_ttl,
+		   $3 IS NOT NULL AND $3 = '0'::pg_catalog.interval AND $4 IS NULL
+		   AND pg_catalog.current_setting('transaction_isolation') = 'read committed'
+		   AND EXISTS (SELECT FROM @extschema@.dlock_expiry AS e
+					   WHERE e.name = $1 AND e.released_at IS NULL AND e.expires_at > pg_catalog.clock_timestamp())
+	  INTO max_ttl, busy
+	  FROM @extschema@.dlock_sql_settings AS s;
 	-- A ttl of hours, minutes and seconds within the maximum passes at
 	-- once; any other goes through every check.
 	IF $2 IS NULL OR NOT ($2 > '0'::pg_catalog.interval AND pg_catalog.date_trunc('day', $2) = '0'::pg_catalog.interval
-			AND $2 <= (SELECT pg_catalog.make_interval(secs => s.max_ttl) FROM @extschema@.dlock_sql_settings AS s)) THEN
+			AND $2 <= pg_catalog.make_interval(secs => max_ttl)) THEN
 		PERFORM @extschema@.dlock_sql_expiry($2, start);
 	END IF;
 	IF $3 IS NOT NULL AND $3 = '0'::pg_catalog.interval THEN
@@ -198,9 +209,7 @@ BEGIN
 		-- No owner renewal to find and no snapshot to keep to: the look
 		-- below could only tell held from free, which the locked part
 		-- decides again under its locks.
-		IF wait_us = 0
-		   AND EXISTS (SELECT FROM @extschema@.dlock_expiry AS e
-					   WHERE e.name = $1 AND e.released_at IS NULL AND e.expires_at > pg_catalog.clock_timestamp()) THEN
+		IF busy THEN
 			RETURN NULL;
 		END IF;
 		PERFORM @extschema@.dlock_sql_no_prepare();
