@@ -263,13 +263,18 @@ COMMENT ON FUNCTION @extschema@.dlock_sql_holder(pg_catalog.name, pg_catalog.oid
 	'internal: the holder role of a dlock_lease row (by OID in the history that recorded it, else by name), or NULL if it no longer exists';
 
 -- May role act for holder (NULL: a role that no longer exists)?
+-- PL/pgSQL, not SQL: the common case is one simple expression, without
+-- the executor that the subquery of the other case would need.
 CREATE FUNCTION @extschema@.dlock_sql_acts_for(role pg_catalog.oid, holder pg_catalog.oid)
 RETURNS pg_catalog.bool
-LANGUAGE sql STABLE PARALLEL SAFE
+LANGUAGE plpgsql STABLE PARALLEL SAFE
 AS $dlock$
-SELECT CASE WHEN holder IS NULL
-			THEN coalesce((SELECT r.rolsuper FROM pg_catalog.pg_roles AS r WHERE r.oid = role), false)
-			ELSE coalesce(pg_catalog.pg_has_role(role, holder, 'USAGE'), false) END
+BEGIN
+	IF holder IS NOT NULL THEN
+		RETURN coalesce(pg_catalog.pg_has_role(role, holder, 'USAGE'), false);
+	END IF;
+	RETURN coalesce((SELECT r.rolsuper FROM pg_catalog.pg_roles AS r WHERE r.oid = role), false);
+END
 $dlock$;
 COMMENT ON FUNCTION @extschema@.dlock_sql_acts_for(pg_catalog.oid, pg_catalog.oid) IS
 	'internal: may role act for the holder role (a member of it, or a superuser)';
@@ -403,12 +408,23 @@ SET search_path = pg_catalog, pg_temp
 AS $dlock$
 DECLARE
 	r record;
+	holder pg_catalog.oid;
 BEGIN
-	r := @extschema@.dlock_sql_look($1, false);
-	IF NOT r.held OR r.token <> $2 THEN
+	-- dlock_sql_look's read, without its call and its answers not needed
+	-- here: the holder only for the token, changed only for a refusal.
+	SELECT l.token, l.role, l.role_oid, l.role_system_identifier, l.role_counter_relfilenode,
+		   e.released_at, e.released_at IS NULL AND e.expires_at > pg_catalog.clock_timestamp() AS held,
+		   e.xmax AS ex
+	  INTO r
+	  FROM @extschema@.dlock_lease AS l
+	  JOIN @extschema@.dlock_expiry AS e ON e.name = l.name
+	 WHERE l.name = $1;
+	IF r.held IS NOT TRUE OR r.token <> $2 THEN
 		-- REPEATABLE READ: the snapshot's expiry passed, but a renewal may
 		-- have moved it since.
-		IF r.changed AND r.token = $2 AND r.released_at IS NULL THEN
+		IF r.token = $2 AND r.released_at IS NULL
+		   AND pg_catalog.current_setting('transaction_isolation') <> 'read committed'
+		   AND @extschema@.dlock_sql_changed(r.ex) THEN
 			RAISE EXCEPTION 'could not serialize access due to concurrent update of lease "%"', $1
 				USING ERRCODE = '40001',
 					  DETAIL = 'The lease expired in this transaction''s snapshot, and it was renewed or released since.',
@@ -416,8 +432,9 @@ BEGIN
 		END IF;
 		RETURN false;
 	END IF;
-	IF NOT @extschema@.dlock_sql_acts_for(@extschema@.dlock_sql_caller(), r.holder) THEN
-		PERFORM @extschema@.dlock_sql_deny($1, r.holder, 'check');
+	holder := @extschema@.dlock_sql_holder(r.role, r.role_oid, r.role_system_identifier, r.role_counter_relfilenode);
+	IF NOT @extschema@.dlock_sql_acts_for(@extschema@.dlock_sql_caller(), holder) THEN
+		PERFORM @extschema@.dlock_sql_deny($1, holder, 'check');
 	END IF;
 	PERFORM @extschema@.dlock_sql_no_prepare();
 	-- SKIP LOCKED: the row is locked FOR UPDATE only by a hand-over that
