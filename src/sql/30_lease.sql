@@ -437,19 +437,20 @@ BEGIN
 		PERFORM @extschema@.dlock_sql_deny($1, holder, 'check');
 	END IF;
 	PERFORM @extschema@.dlock_sql_no_prepare();
-	-- SKIP LOCKED: the row is locked FOR UPDATE only by a hand-over that
-	-- found the lease free.
+	-- The lock and the second look in one statement: the expiry row as
+	-- this statement's snapshot shows it (a release or the expiry since
+	-- the first look), the lease row locked only if that passes.  SKIP
+	-- LOCKED: the row is locked FOR UPDATE only by a hand-over that found
+	-- the lease free.  A hand-over that committed since the snapshot made
+	-- a new row version: the lock follows it and its token no longer
+	-- matches (READ COMMITTED), or 40001 (REPEATABLE READ).  Once locked,
+	-- no new token can be drawn for name until the (sub)transaction ends.
 	PERFORM FROM @extschema@.dlock_lease AS l
-	  WHERE l.name = $1 AND l.token = $2
-	  FOR SHARE SKIP LOCKED;
-	IF NOT FOUND THEN
-		RETURN false;
-	END IF;
-	-- A release or the expiry between the look and the lock.
-	RETURN EXISTS (SELECT FROM @extschema@.dlock_expiry AS e
-					WHERE e.name = $1 AND e.token = $2
-					  AND e.released_at IS NULL
-					  AND e.expires_at > pg_catalog.clock_timestamp());
+	  JOIN @extschema@.dlock_expiry AS e ON e.name = l.name
+	  WHERE l.name = $1 AND l.token = $2 AND e.token = $2
+		AND e.released_at IS NULL AND e.expires_at > pg_catalog.clock_timestamp()
+	  FOR SHARE OF l SKIP LOCKED;
+	RETURN FOUND;
 END
 $dlock$;
 GRANT EXECUTE ON FUNCTION @extschema@.dlock_sql_protect(pg_catalog.text, pg_catalog.int8) TO PUBLIC;
