@@ -579,16 +579,35 @@ CREATE FUNCTION @extschema@.dlock_sql_holder_call(lock pg_catalog.text, tok pg_c
 	OUT released_at pg_catalog.timestamptz, OUT held pg_catalog.bool, OUT changed pg_catalog.bool)
 LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
 AS $dlock$
+DECLARE
+	r record;
 BEGIN
 	IF pg_catalog.pg_is_in_recovery() OR pg_catalog.current_setting('transaction_read_only')::pg_catalog.bool THEN
 		PERFORM @extschema@.dlock_sql_writable(pg_catalog.format('dlock_%s()', action));
 	END IF;
 	PERFORM @extschema@.dlock_sql_no_prepare();
-	SELECT * INTO present, token, owner, holder, expires_at, released_at, held, changed
-	  FROM @extschema@.dlock_sql_look(lock, false);
-	IF held AND token = tok
-	   AND NOT @extschema@.dlock_sql_acts_for(@extschema@.dlock_sql_caller(), holder) THEN
-		PERFORM @extschema@.dlock_sql_deny(lock, holder, action);
+	-- dlock_sql_look's read and answers, without its call; the holder
+	-- only for the token's own lease.
+	SELECT l.token, l.owner, l.role, l.role_oid, l.role_system_identifier, l.role_counter_relfilenode,
+		   e.expires_at, e.released_at, e.xmax AS ex
+	  INTO r
+	  FROM @extschema@.dlock_lease AS l
+	  JOIN @extschema@.dlock_expiry AS e ON e.name = l.name
+	 WHERE l.name = lock;
+	present := r.token IS NOT NULL;
+	token := r.token;
+	owner := r.owner;
+	expires_at := r.expires_at;
+	released_at := r.released_at;
+	held := present AND r.released_at IS NULL AND r.expires_at > pg_catalog.clock_timestamp();
+	changed := present
+		AND pg_catalog.current_setting('transaction_isolation') <> 'read committed'
+		AND @extschema@.dlock_sql_changed(r.ex);
+	IF held AND token = tok THEN
+		holder := @extschema@.dlock_sql_holder(r.role, r.role_oid, r.role_system_identifier, r.role_counter_relfilenode);
+		IF NOT @extschema@.dlock_sql_acts_for(@extschema@.dlock_sql_caller(), holder) THEN
+			PERFORM @extschema@.dlock_sql_deny(lock, holder, action);
+		END IF;
 	END IF;
 END
 $dlock$;
