@@ -113,7 +113,7 @@ CREATE TABLE @extschema@.dlock_sql_settings (
 	one			pg_catalog.bool NOT NULL DEFAULT true,
 	max_ttl		pg_catalog.int4 NOT NULL DEFAULT 86400,
 	events		pg_catalog.bool NOT NULL DEFAULT false,
-	poll_interval pg_catalog.interval NOT NULL DEFAULT '3 ms',
+	poll_interval pg_catalog.interval NOT NULL DEFAULT '2 ms',
 	CONSTRAINT dlock_sql_settings_pkey PRIMARY KEY (one),
 	CONSTRAINT dlock_sql_settings_one CHECK (one),
 	CONSTRAINT dlock_sql_settings_max_ttl CHECK (max_ttl BETWEEN 1 AND 2147483647),

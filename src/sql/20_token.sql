@@ -163,8 +163,9 @@ REVOKE ALL ON FUNCTION @extschema@.dlock_sql_jump(pg_catalog.int8, pg_catalog.in
 COMMENT ON FUNCTION @extschema@.dlock_sql_jump(pg_catalog.int8, pg_catalog.int8, pg_catalog.text, pg_catalog.bool) IS
 	'internal: move the token counter to a new floor above every earlier token and the clock, and record it in dlock_epoch';
 
--- A new token for a name whose last token is last (0 if none).
-CREATE FUNCTION @extschema@.dlock_sql_draw(last pg_catalog.int8, nowait pg_catalog.bool)
+-- A new token for a name whose last token is last (0 if none), in the
+-- history cur (dlock_sql_history(), which the caller also records).
+CREATE FUNCTION @extschema@.dlock_sql_draw(last pg_catalog.int8, nowait pg_catalog.bool, cur record)
 RETURNS pg_catalog.int8
 LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE SECURITY INVOKER
 AS $dlock$
@@ -173,15 +174,16 @@ DECLARE
 	ep @extschema@.dlock_epoch;
 BEGIN
 	SELECT e.* INTO ep FROM @extschema@.dlock_epoch AS e ORDER BY e.floor DESC LIMIT 1;
-	IF @extschema@.dlock_sql_token_ok(t, last, ep, @extschema@.dlock_sql_history()) THEN
+	IF @extschema@.dlock_sql_token_ok(t, last, ep, cur) THEN
 		RETURN t;
 	END IF;
 	RETURN (@extschema@.dlock_sql_jump(t, last, NULL, nowait)).token;
 END
 $dlock$;
-REVOKE ALL ON FUNCTION @extschema@.dlock_sql_draw(pg_catalog.int8, pg_catalog.bool) FROM PUBLIC;
-COMMENT ON FUNCTION @extschema@.dlock_sql_draw(pg_catalog.int8, pg_catalog.bool) IS
-	'internal: a new token above every token handed out before and above last (jumps when needed)';
+REVOKE ALL ON FUNCTION @extschema@.dlock_sql_draw(pg_catalog.int8, pg_catalog.bool, record) FROM PUBLIC;
+COMMENT ON FUNCTION @extschema@.dlock_sql_draw(pg_catalog.int8, pg_catalog.bool, record) IS
+	'internal: a new token above every token handed out before and above last (jumps when needed), in the history cur';
+
 
 -- Make this transaction's commit durable: flushed, and confirmed by the
 -- synchronous standbys where there are any (remote_apply stays).  Called by

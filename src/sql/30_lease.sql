@@ -35,7 +35,9 @@ LANGUAGE plpgsql STABLE PARALLEL SAFE
 AS $dlock$
 DECLARE
 	setname pg_catalog.text := coalesce(NULLIF(pg_catalog.current_setting('role'), 'none'), SESSION_USER);
-	caller pg_catalog.oid := (SELECT r.oid FROM pg_catalog.pg_roles AS r WHERE r.rolname = setname);
+	-- to_regrole of the quoted name: exactly that name, or NULL (a syscache
+	-- lookup, not a query of the pg_roles view).
+	caller pg_catalog.oid := pg_catalog.to_regrole(pg_catalog.quote_ident(setname));
 BEGIN
 	IF caller IS NULL THEN
 		RAISE EXCEPTION 'role "%" of this session does not exist', setname
@@ -201,19 +203,27 @@ COMMENT ON FUNCTION @extschema@.dlock_sql_writable(pg_catalog.text) IS
 -- table first.  pg_relation_size only opens the relation, whatever it is
 -- (a relation of that name the session made itself included): it runs no
 -- code of anybody's.
-CREATE FUNCTION @extschema@.dlock_sql_no_prepare()
-RETURNS void
+CREATE FUNCTION @extschema@.dlock_sql_prepare_table()
+RETURNS pg_catalog.regclass
 LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
 AS $dlock$
-DECLARE
-	rel pg_catalog.regclass := pg_catalog.to_regclass('pg_temp.dlock_sql_prepare');
 BEGIN
-	IF rel IS NULL THEN
-		CREATE TEMPORARY TABLE dlock_sql_prepare ();
-		rel := pg_catalog.to_regclass('pg_temp.dlock_sql_prepare');
-	END IF;
-	PERFORM pg_catalog.pg_relation_size(rel);
+	CREATE TEMPORARY TABLE dlock_sql_prepare ();
+	RETURN pg_catalog.to_regclass('pg_temp.dlock_sql_prepare');
 END
+$dlock$;
+REVOKE ALL ON FUNCTION @extschema@.dlock_sql_prepare_table() FROM PUBLIC;
+COMMENT ON FUNCTION @extschema@.dlock_sql_prepare_table() IS
+	'internal: create the session''s temporary table dlock_sql_prepare (dlock_sql_no_prepare opens it)';
+
+-- A SQL function, inlined into its callers' PERFORM: no PL/pgSQL call.
+-- coalesce evaluates its second argument only when the first is NULL.
+CREATE FUNCTION @extschema@.dlock_sql_no_prepare()
+RETURNS pg_catalog.int8
+LANGUAGE sql VOLATILE PARALLEL UNSAFE
+AS $dlock$
+SELECT pg_catalog.pg_relation_size(coalesce(pg_catalog.to_regclass('pg_temp.dlock_sql_prepare'),
+											@extschema@.dlock_sql_prepare_table()))
 $dlock$;
 REVOKE ALL ON FUNCTION @extschema@.dlock_sql_no_prepare() FROM PUBLIC;
 COMMENT ON FUNCTION @extschema@.dlock_sql_no_prepare() IS
@@ -232,6 +242,11 @@ AS $dlock$
 DECLARE
 	sysid pg_catalog.int8;
 BEGIN
+	-- The role named role has the OID role_oid: both rules name it, in any
+	-- history (a lookup in the role cache, no query, no control file).
+	IF pg_catalog.to_regrole(pg_catalog.quote_ident(role)) = role_oid THEN
+		RETURN role_oid;
+	END IF;
 	-- Its own statement: a plan that names pg_control_system() checks the
 	-- privilege when it starts, whether it calls it or not.
 	IF pg_catalog.has_function_privilege('pg_catalog.pg_control_system()', 'EXECUTE') THEN
@@ -248,13 +263,18 @@ COMMENT ON FUNCTION @extschema@.dlock_sql_holder(pg_catalog.name, pg_catalog.oid
 	'internal: the holder role of a dlock_lease row (by OID in the history that recorded it, else by name), or NULL if it no longer exists';
 
 -- May role act for holder (NULL: a role that no longer exists)?
+-- PL/pgSQL, not SQL: the common case is one simple expression, without
+-- the executor that the subquery of the other case would need.
 CREATE FUNCTION @extschema@.dlock_sql_acts_for(role pg_catalog.oid, holder pg_catalog.oid)
 RETURNS pg_catalog.bool
-LANGUAGE sql STABLE PARALLEL SAFE
+LANGUAGE plpgsql STABLE PARALLEL SAFE
 AS $dlock$
-SELECT CASE WHEN holder IS NULL
-			THEN coalesce((SELECT r.rolsuper FROM pg_catalog.pg_roles AS r WHERE r.oid = role), false)
-			ELSE coalesce(pg_catalog.pg_has_role(role, holder, 'USAGE'), false) END
+BEGIN
+	IF holder IS NOT NULL THEN
+		RETURN coalesce(pg_catalog.pg_has_role(role, holder, 'USAGE'), false);
+	END IF;
+	RETURN coalesce((SELECT r.rolsuper FROM pg_catalog.pg_roles AS r WHERE r.oid = role), false);
+END
 $dlock$;
 COMMENT ON FUNCTION @extschema@.dlock_sql_acts_for(pg_catalog.oid, pg_catalog.oid) IS
 	'internal: may role act for the holder role (a member of it, or a superuser)';
@@ -332,7 +352,8 @@ BEGIN
 	expires_at := r.expires_at;
 	released_at := r.released_at;
 	held := present AND r.released_at IS NULL AND r.expires_at > pg_catalog.clock_timestamp();
-	IF present THEN
+	-- Every caller asks for the holder only of a held lease.
+	IF held THEN
 		holder := @extschema@.dlock_sql_holder(r.role, r.role_oid, r.role_system_identifier, r.role_counter_relfilenode);
 	END IF;
 	changed := present
@@ -348,7 +369,7 @@ END
 $dlock$;
 REVOKE ALL ON FUNCTION @extschema@.dlock_sql_look(pg_catalog.text, pg_catalog.bool) FROM PUBLIC;
 COMMENT ON FUNCTION @extschema@.dlock_sql_look(pg_catalog.text, pg_catalog.bool) IS
-	'internal: the lease of name as the statement''s snapshot shows it, with its holder role';
+	'internal: the lease of name as the statement''s snapshot shows it, with its holder role while held';
 
 -- Raise LK001 for a token that does not hold the lease, saying why (the C
 -- edition's FenceReject).  SECURITY DEFINER, executable by PUBLIC: the
@@ -387,12 +408,23 @@ SET search_path = pg_catalog, pg_temp
 AS $dlock$
 DECLARE
 	r record;
+	holder pg_catalog.oid;
 BEGIN
-	r := @extschema@.dlock_sql_look($1, false);
-	IF NOT r.held OR r.token <> $2 THEN
+	-- dlock_sql_look's read, without its call and its answers not needed
+	-- here: the holder only for the token, changed only for a refusal.
+	SELECT l.token, l.role, l.role_oid, l.role_system_identifier, l.role_counter_relfilenode,
+		   e.released_at, e.released_at IS NULL AND e.expires_at > pg_catalog.clock_timestamp() AS held,
+		   e.xmax AS ex
+	  INTO r
+	  FROM @extschema@.dlock_lease AS l
+	  JOIN @extschema@.dlock_expiry AS e ON e.name = l.name
+	 WHERE l.name = $1;
+	IF r.held IS NOT TRUE OR r.token <> $2 THEN
 		-- REPEATABLE READ: the snapshot's expiry passed, but a renewal may
 		-- have moved it since.
-		IF r.changed AND r.token = $2 AND r.released_at IS NULL THEN
+		IF r.token = $2 AND r.released_at IS NULL
+		   AND pg_catalog.current_setting('transaction_isolation') <> 'read committed'
+		   AND @extschema@.dlock_sql_changed(r.ex) THEN
 			RAISE EXCEPTION 'could not serialize access due to concurrent update of lease "%"', $1
 				USING ERRCODE = '40001',
 					  DETAIL = 'The lease expired in this transaction''s snapshot, and it was renewed or released since.',
@@ -400,23 +432,25 @@ BEGIN
 		END IF;
 		RETURN false;
 	END IF;
-	IF NOT @extschema@.dlock_sql_acts_for(@extschema@.dlock_sql_caller(), r.holder) THEN
-		PERFORM @extschema@.dlock_sql_deny($1, r.holder, 'check');
+	holder := @extschema@.dlock_sql_holder(r.role, r.role_oid, r.role_system_identifier, r.role_counter_relfilenode);
+	IF NOT @extschema@.dlock_sql_acts_for(@extschema@.dlock_sql_caller(), holder) THEN
+		PERFORM @extschema@.dlock_sql_deny($1, holder, 'check');
 	END IF;
 	PERFORM @extschema@.dlock_sql_no_prepare();
-	-- SKIP LOCKED: the row is locked FOR UPDATE only by a hand-over that
-	-- found the lease free.
+	-- The lock and the second look in one statement: the expiry row as
+	-- this statement's snapshot shows it (a release or the expiry since
+	-- the first look), the lease row locked only if that passes.  SKIP
+	-- LOCKED: the row is locked FOR UPDATE only by a hand-over that found
+	-- the lease free.  A hand-over that committed since the snapshot made
+	-- a new row version: the lock follows it and its token no longer
+	-- matches (READ COMMITTED), or 40001 (REPEATABLE READ).  Once locked,
+	-- no new token can be drawn for name until the (sub)transaction ends.
 	PERFORM FROM @extschema@.dlock_lease AS l
-	  WHERE l.name = $1 AND l.token = $2
-	  FOR SHARE SKIP LOCKED;
-	IF NOT FOUND THEN
-		RETURN false;
-	END IF;
-	-- A release or the expiry between the look and the lock.
-	RETURN EXISTS (SELECT FROM @extschema@.dlock_expiry AS e
-					WHERE e.name = $1 AND e.token = $2
-					  AND e.released_at IS NULL
-					  AND e.expires_at > pg_catalog.clock_timestamp());
+	  JOIN @extschema@.dlock_expiry AS e ON e.name = l.name
+	  WHERE l.name = $1 AND l.token = $2 AND e.token = $2
+		AND e.released_at IS NULL AND e.expires_at > pg_catalog.clock_timestamp()
+	  FOR SHARE OF l SKIP LOCKED;
+	RETURN FOUND;
 END
 $dlock$;
 GRANT EXECUTE ON FUNCTION @extschema@.dlock_sql_protect(pg_catalog.text, pg_catalog.int8) TO PUBLIC;
@@ -444,9 +478,15 @@ LANGUAGE plpgsql VOLATILE CALLED ON NULL INPUT PARALLEL UNSAFE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
 AS $dlock$
 BEGIN
-	PERFORM @extschema@.dlock_sql_check_name($1);
-	PERFORM @extschema@.dlock_sql_check_token($2);
-	PERFORM @extschema@.dlock_sql_writable('dlock_check()');
+	IF $1 IS NULL OR pg_catalog.octet_length($1) NOT BETWEEN 1 AND 255 THEN
+		PERFORM @extschema@.dlock_sql_check_name($1);
+	END IF;
+	IF $2 IS NULL THEN
+		PERFORM @extschema@.dlock_sql_check_token($2);
+	END IF;
+	IF pg_catalog.pg_is_in_recovery() OR pg_catalog.current_setting('transaction_read_only')::pg_catalog.bool THEN
+		PERFORM @extschema@.dlock_sql_writable('dlock_check()');
+	END IF;
 	RETURN @extschema@.dlock_sql_protect($1, $2);
 END
 $dlock$;
@@ -462,9 +502,15 @@ RETURNS pg_catalog.void
 LANGUAGE plpgsql VOLATILE CALLED ON NULL INPUT PARALLEL UNSAFE SECURITY INVOKER
 AS $dlock$
 BEGIN
-	PERFORM @extschema@.dlock_sql_check_name($1);
-	PERFORM @extschema@.dlock_sql_check_token($2);
-	PERFORM @extschema@.dlock_sql_writable('dlock_assert()');
+	IF $1 IS NULL OR pg_catalog.octet_length($1) NOT BETWEEN 1 AND 255 THEN
+		PERFORM @extschema@.dlock_sql_check_name($1);
+	END IF;
+	IF $2 IS NULL THEN
+		PERFORM @extschema@.dlock_sql_check_token($2);
+	END IF;
+	IF pg_catalog.pg_is_in_recovery() OR pg_catalog.current_setting('transaction_read_only')::pg_catalog.bool THEN
+		PERFORM @extschema@.dlock_sql_writable('dlock_assert()');
+	END IF;
 	IF NOT @extschema@.dlock_sql_protect($1, $2) THEN
 		PERFORM @extschema@.dlock_sql_stale($1, $2);
 	END IF;
@@ -484,8 +530,12 @@ AS $dlock$
 DECLARE
 	r record;
 BEGIN
-	PERFORM @extschema@.dlock_sql_check_name($1);
-	PERFORM @extschema@.dlock_sql_check_token($2);
+	IF $1 IS NULL OR pg_catalog.octet_length($1) NOT BETWEEN 1 AND 255 THEN
+		PERFORM @extschema@.dlock_sql_check_name($1);
+	END IF;
+	IF $2 IS NULL THEN
+		PERFORM @extschema@.dlock_sql_check_token($2);
+	END IF;
 	IF pg_catalog.pg_is_in_recovery() THEN
 		RAISE EXCEPTION 'cannot execute dlock_remaining() during recovery' USING ERRCODE = '25006';
 	END IF;
@@ -529,14 +579,35 @@ CREATE FUNCTION @extschema@.dlock_sql_holder_call(lock pg_catalog.text, tok pg_c
 	OUT released_at pg_catalog.timestamptz, OUT held pg_catalog.bool, OUT changed pg_catalog.bool)
 LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
 AS $dlock$
+DECLARE
+	r record;
 BEGIN
-	PERFORM @extschema@.dlock_sql_writable(pg_catalog.format('dlock_%s()', action));
+	IF pg_catalog.pg_is_in_recovery() OR pg_catalog.current_setting('transaction_read_only')::pg_catalog.bool THEN
+		PERFORM @extschema@.dlock_sql_writable(pg_catalog.format('dlock_%s()', action));
+	END IF;
 	PERFORM @extschema@.dlock_sql_no_prepare();
-	SELECT * INTO present, token, owner, holder, expires_at, released_at, held, changed
-	  FROM @extschema@.dlock_sql_look(lock, false);
-	IF held AND token = tok
-	   AND NOT @extschema@.dlock_sql_acts_for(@extschema@.dlock_sql_caller(), holder) THEN
-		PERFORM @extschema@.dlock_sql_deny(lock, holder, action);
+	-- dlock_sql_look's read and answers, without its call; the holder
+	-- only for the token's own lease.
+	SELECT l.token, l.owner, l.role, l.role_oid, l.role_system_identifier, l.role_counter_relfilenode,
+		   e.expires_at, e.released_at, e.xmax AS ex
+	  INTO r
+	  FROM @extschema@.dlock_lease AS l
+	  JOIN @extschema@.dlock_expiry AS e ON e.name = l.name
+	 WHERE l.name = lock;
+	present := r.token IS NOT NULL;
+	token := r.token;
+	owner := r.owner;
+	expires_at := r.expires_at;
+	released_at := r.released_at;
+	held := present AND r.released_at IS NULL AND r.expires_at > pg_catalog.clock_timestamp();
+	changed := present
+		AND pg_catalog.current_setting('transaction_isolation') <> 'read committed'
+		AND @extschema@.dlock_sql_changed(r.ex);
+	IF held AND token = tok THEN
+		holder := @extschema@.dlock_sql_holder(r.role, r.role_oid, r.role_system_identifier, r.role_counter_relfilenode);
+		IF NOT @extschema@.dlock_sql_acts_for(@extschema@.dlock_sql_caller(), holder) THEN
+			PERFORM @extschema@.dlock_sql_deny(lock, holder, action);
+		END IF;
 	END IF;
 END
 $dlock$;
@@ -554,8 +625,14 @@ AS $dlock$
 DECLARE
 	r record;
 BEGIN
-	PERFORM @extschema@.dlock_sql_check_name($1);
-	PERFORM @extschema@.dlock_sql_check_token($2);
+	IF $1 IS NULL OR pg_catalog.octet_length($1) NOT BETWEEN 1 AND 255 THEN
+		IF $1 IS NULL OR pg_catalog.octet_length($1) NOT BETWEEN 1 AND 255 THEN
+		PERFORM @extschema@.dlock_sql_check_name($1);
+	END IF;
+	END IF;
+	IF $2 IS NULL THEN
+		PERFORM @extschema@.dlock_sql_check_token($2);
+	END IF;
 	r := @extschema@.dlock_sql_holder_call($1, $2, 'release');
 	IF NOT r.held OR r.token <> $2 THEN
 		RETURN false;
@@ -581,8 +658,12 @@ AS $dlock$
 DECLARE
 	r record;
 BEGIN
-	PERFORM @extschema@.dlock_sql_check_name($1);
-	PERFORM @extschema@.dlock_sql_check_token($2);
+	IF $1 IS NULL OR pg_catalog.octet_length($1) NOT BETWEEN 1 AND 255 THEN
+		PERFORM @extschema@.dlock_sql_check_name($1);
+	END IF;
+	IF $2 IS NULL THEN
+		PERFORM @extschema@.dlock_sql_check_token($2);
+	END IF;
 	PERFORM @extschema@.dlock_sql_expiry($3, pg_catalog.clock_timestamp());
 	r := @extschema@.dlock_sql_holder_call($1, $2, 'renew');
 	IF NOT r.held OR r.token <> $2 THEN
@@ -615,15 +696,17 @@ COMMENT ON FUNCTION @extschema@.dlock_renew(pg_catalog.text, pg_catalog.int8, pg
 	'extend the lease on name to now + ttl if token holds it unexpired';
 
 -- Write a new lease of name for the caller, whose row had the token last
--- (NULL: no row yet): the caller's role, this history (the identity rule).
+-- (NULL: no row yet): the caller's role, the history hist (the identity
+-- rule; dlock_sql_history(), computed once by the acquire).
 CREATE FUNCTION @extschema@.dlock_sql_write_new(name pg_catalog.text, last pg_catalog.int8, token pg_catalog.int8,
-	owner pg_catalog.text, caller pg_catalog.oid, now pg_catalog.timestamptz, expires_at pg_catalog.timestamptz)
+	owner pg_catalog.text, caller pg_catalog.oid, now pg_catalog.timestamptz, expires_at pg_catalog.timestamptz,
+	hist record)
 RETURNS void
 LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
 AS $dlock$
 DECLARE
-	hist record := @extschema@.dlock_sql_history();
-	rolname pg_catalog.name := (SELECT r.rolname FROM pg_catalog.pg_roles AS r WHERE r.oid = caller);
+	-- caller exists: dlock_sql_caller found it in this statement.
+	rolname pg_catalog.name := pg_catalog.pg_get_userbyid(caller);
 BEGIN
 	IF last IS NULL THEN
 		INSERT INTO @extschema@.dlock_lease AS l
@@ -645,8 +728,8 @@ BEGIN
 	 WHERE e.name = $1;
 END
 $dlock$;
-REVOKE ALL ON FUNCTION @extschema@.dlock_sql_write_new(pg_catalog.text, pg_catalog.int8, pg_catalog.int8, pg_catalog.text, pg_catalog.oid, pg_catalog.timestamptz, pg_catalog.timestamptz) FROM PUBLIC;
-COMMENT ON FUNCTION @extschema@.dlock_sql_write_new(pg_catalog.text, pg_catalog.int8, pg_catalog.int8, pg_catalog.text, pg_catalog.oid, pg_catalog.timestamptz, pg_catalog.timestamptz) IS
+REVOKE ALL ON FUNCTION @extschema@.dlock_sql_write_new(pg_catalog.text, pg_catalog.int8, pg_catalog.int8, pg_catalog.text, pg_catalog.oid, pg_catalog.timestamptz, pg_catalog.timestamptz, record) FROM PUBLIC;
+COMMENT ON FUNCTION @extschema@.dlock_sql_write_new(pg_catalog.text, pg_catalog.int8, pg_catalog.int8, pg_catalog.text, pg_catalog.oid, pg_catalog.timestamptz, pg_catalog.timestamptz, record) IS
 	'internal: write the rows of a new lease (insert for a new name, with its queue row; else update)';
 
 -- The hand-over, inside the exception block of the acquire (40_wait.sql):
@@ -665,6 +748,7 @@ DECLARE
 	e record;
 	now pg_catalog.timestamptz;
 	t pg_catalog.int8;
+	hist record;
 BEGIN
 	IF nowait THEN
 		SELECT x.* INTO l FROM @extschema@.dlock_lease AS x WHERE x.name = $1 FOR UPDATE SKIP LOCKED;
@@ -687,10 +771,16 @@ BEGIN
 		END IF;
 		RAISE EXCEPTION 'busy' USING ERRCODE = 'DLKBY';
 	END IF;
-	t := @extschema@.dlock_sql_draw(coalesce(l.token, 0), nowait);
+	-- The history once, for the draw and the row (each reads the control file).
+	hist := @extschema@.dlock_sql_history();
+	t := @extschema@.dlock_sql_draw(coalesce(l.token, 0), nowait, hist);
 	-- A new name: the INSERT fails (23505) if another acquire inserted it
 	-- meanwhile; that error ends the block too, as busy (40_wait.sql).
-	PERFORM @extschema@.dlock_sql_write_new($1, l.token, t, $3, caller, now, @extschema@.dlock_sql_expiry($2, now));
+	-- A ttl without days, months or years that dlock_sql_acquire let
+	-- through passes every check at any now; any other is checked again.
+	PERFORM @extschema@.dlock_sql_write_new($1, l.token, t, $3, caller, now,
+		CASE WHEN pg_catalog.date_trunc('day', $2) = '0'::pg_catalog.interval THEN now + $2
+			 ELSE @extschema@.dlock_sql_expiry($2, now) END, hist);
 	PERFORM @extschema@.dlock_sql_event($1, CASE WHEN l.name IS NULL OR e.released_at IS NOT NULL
 												THEN 'acquired' ELSE 'taken_over' END, t, $3);
 	RETURN t;

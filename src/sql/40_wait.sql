@@ -121,20 +121,20 @@ LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
 AS $dlock$
 DECLARE
 	saved pg_catalog.text := pg_catalog.current_setting('lock_timeout');
-	caller_ms pg_catalog.int8 := (SELECT CASE s.unit WHEN 's' THEN s.setting::pg_catalog.int8 * 1000
-												 ELSE s.setting::pg_catalog.int8 END
-								   FROM pg_catalog.pg_settings AS s WHERE s.name = 'lock_timeout');
+	-- The caller's lock_timeout in ms: SHOW's form (0, 250ms, 5s, 2min,
+	-- 1h, 1d) is valid interval input.  Not the pg_settings view, which
+	-- builds a row for every setting (0.7 ms).
+	caller_ms pg_catalog.int8 := pg_catalog.round(EXTRACT(epoch FROM saved::pg_catalog.interval) * 1000)::pg_catalog.int8;
 	t pg_catalog.int8;
 BEGIN
 	BEGIN
 		IF nowait THEN
-			-- A free lease goes to those who already wait for it.
-			IF EXISTS (SELECT FROM @extschema@.dlock_sql_queue AS q WHERE q.name = $1) THEN
-				PERFORM FROM @extschema@.dlock_sql_queue AS q WHERE q.name = $1
-				  FOR KEY SHARE SKIP LOCKED;
-				IF NOT FOUND THEN
-					RAISE EXCEPTION 'busy' USING ERRCODE = 'DLKBY';
-				END IF;
+			-- A free lease goes to those who already wait for it: a queue
+			-- row that a waiter locks (the lock skips it) makes this busy.
+			PERFORM FROM @extschema@.dlock_sql_queue AS q WHERE q.name = $1
+			  FOR KEY SHARE SKIP LOCKED;
+			IF NOT FOUND AND EXISTS (SELECT FROM @extschema@.dlock_sql_queue AS q WHERE q.name = $1) THEN
+				RAISE EXCEPTION 'busy' USING ERRCODE = 'DLKBY';
 			END IF;
 			t := @extschema@.dlock_sql_take($1, $2, $3, $4, true);
 		ELSE
@@ -159,8 +159,9 @@ COMMENT ON FUNCTION @extschema@.dlock_sql_acquire_locked(pg_catalog.text, pg_cat
 	'internal: the locking part of an acquire, in its one exception block: a token, or NULL for busy';
 
 -- dlock_acquire's work.  The busy path (held, wait => 0, no owner, READ
--- COMMITTED) is one read after the argument checks: no lock, no
--- subtransaction, no XID, no call of another function of dlock's.
+-- COMMITTED) is one read with the argument checks: no lock, no
+-- subtransaction, no XID, no call of another function of dlock's.  Any
+-- other anonymous acquire in READ COMMITTED goes straight to the locks.
 CREATE FUNCTION @extschema@.dlock_sql_acquire(name pg_catalog.text, ttl pg_catalog.interval,
 	wait pg_catalog.interval, owner pg_catalog.text)
 RETURNS pg_catalog.int8
@@ -172,14 +173,25 @@ DECLARE
 	wait_us pg_catalog.int8;
 	caller pg_catalog.oid;
 	r record;
+	max_ttl pg_catalog.int4;
+	busy pg_catalog.bool;
 BEGIN
 	IF $1 IS NULL OR pg_catalog.octet_length($1) NOT BETWEEN 1 AND 255 THEN
 		PERFORM @extschema@.dlock_sql_check_name($1);
 	END IF;
+	-- One query: the maximum ttl and, for an anonymous try in READ
+	-- COMMITTED, whether the lease is held (answered only after the checks).
+	SELECT s.max_ttl,
+		   $3 IS NOT NULL AND $3 = '0'::pg_catalog.interval AND $4 IS NULL
+		   AND pg_catalog.current_setting('transaction_isolation') = 'read committed'
+		   AND EXISTS (SELECT FROM @extschema@.dlock_expiry AS e
+					   WHERE e.name = $1 AND e.released_at IS NULL AND e.expires_at > pg_catalog.clock_timestamp())
+	  INTO max_ttl, busy
+	  FROM @extschema@.dlock_sql_settings AS s;
 	-- A ttl of hours, minutes and seconds within the maximum passes at
 	-- once; any other goes through every check.
 	IF $2 IS NULL OR NOT ($2 > '0'::pg_catalog.interval AND pg_catalog.date_trunc('day', $2) = '0'::pg_catalog.interval
-			AND $2 <= (SELECT pg_catalog.make_interval(secs => s.max_ttl) FROM @extschema@.dlock_sql_settings AS s)) THEN
+			AND $2 <= pg_catalog.make_interval(secs => max_ttl)) THEN
 		PERFORM @extschema@.dlock_sql_expiry($2, start);
 	END IF;
 	IF $3 IS NOT NULL AND $3 = '0'::pg_catalog.interval THEN
@@ -193,11 +205,16 @@ BEGIN
 	IF pg_catalog.pg_is_in_recovery() OR pg_catalog.current_setting('transaction_read_only')::pg_catalog.bool THEN
 		PERFORM @extschema@.dlock_sql_writable('dlock_acquire()');
 	END IF;
-	IF wait_us = 0 AND $4 IS NULL
-	   AND pg_catalog.current_setting('transaction_isolation') = 'read committed'
-	   AND EXISTS (SELECT FROM @extschema@.dlock_expiry AS e
-				   WHERE e.name = $1 AND e.released_at IS NULL AND e.expires_at > pg_catalog.clock_timestamp()) THEN
-		RETURN NULL;
+	IF $4 IS NULL AND pg_catalog.current_setting('transaction_isolation') = 'read committed' THEN
+		-- No owner renewal to find and no snapshot to keep to: the look
+		-- below could only tell held from free, which the locked part
+		-- decides again under its locks.
+		IF busy THEN
+			RETURN NULL;
+		END IF;
+		PERFORM @extschema@.dlock_sql_no_prepare();
+		RETURN @extschema@.dlock_sql_acquire_locked($1, $2, $4, @extschema@.dlock_sql_caller(),
+			start + wait_us * '1 microsecond'::pg_catalog.interval, wait_us = 0);
 	END IF;
 	PERFORM @extschema@.dlock_sql_no_prepare();
 	caller := @extschema@.dlock_sql_caller();
