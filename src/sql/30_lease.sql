@@ -382,13 +382,21 @@ AS $dlock$
 DECLARE
 	r record;
 BEGIN
-	SELECT l.token, e.released_at IS NOT NULL AS released INTO r
+	SELECT l.token, e.released_at IS NOT NULL AS released,
+		   l.role, l.role_oid, l.role_system_identifier, l.role_counter_relfilenode INTO r
 	  FROM @extschema@.dlock_lease AS l
 	  JOIN @extschema@.dlock_expiry AS e ON e.name = l.name
 	 WHERE l.name = $1;
+	-- Why, only to the holder role: to anybody else "newer" against "never
+	-- issued" would tell the order of its token and the lease's, and so the
+	-- lease's token by bisection (as in the C edition, fence.c).
 	RAISE EXCEPTION 'stale fencing token % for lock "%"', $2, $1
 		USING ERRCODE = 'LK001',
 			  DETAIL = CASE WHEN r.token IS NULL THEN 'The lock has never been acquired.'
+							WHEN NOT @extschema@.dlock_sql_acts_for(@extschema@.dlock_sql_caller(),
+									@extschema@.dlock_sql_holder(r.role, r.role_oid, r.role_system_identifier,
+																 r.role_counter_relfilenode))
+							THEN 'The token does not hold the lease, whose holder is another role.'
 							WHEN r.token > $2 THEN 'The lock has since been acquired with a newer token.'
 							WHEN r.token < $2 THEN 'This token was never issued for this lock.'
 							WHEN r.released THEN 'The lease was released.'
