@@ -543,6 +543,12 @@ export class Lease {
           "(all its clients are in use, or a new connection did not come up): nothing was sent",
           { cause: err });
       }
+      if (err instanceof NoPoolClient) {
+        this.logger.warn(`${what} (token ${this.tokenValue}) got no connection from the pool in ` +
+          `${Math.round(budget)} ms: nothing was sent, and the lease expires by itself at its ` +
+          "deadline");
+        return;
+      }
       if (err instanceof NoAnswer) {
         this.logger.warn(`${what} (token ${this.tokenValue}) got no answer in ${Math.round(budget)}` +
           " ms: its connection is dropped, and the lease expires by itself at its deadline");
