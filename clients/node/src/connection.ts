@@ -19,6 +19,17 @@ export class NoAnswer extends Error {
   }
 }
 
+/**
+ * No client of the pool came in time: nothing was sent on any connection
+ * (the pool is exhausted, or a new connection did not come up).
+ */
+export class NoPoolClient extends NoAnswer {
+  constructor(message: string) {
+    super(message);
+    this.name = "NoPoolClient";
+  }
+}
+
 /** Milliseconds on the monotonic clock. */
 export function mono(): number {
   return performance.now();
@@ -83,15 +94,22 @@ export async function withPoolClient<T>(pool: Pool, ms: number, what: string,
   const deadline = mono() + ms;
   const pending = pool.connect();
   let client: PoolClient;
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new NoPoolClient(`${what}: no connection from the pool ` +
+      `in ${Math.round(ms)} ms (all its clients are in use, or a new connection did not come ` +
+      "up): nothing was sent")), Math.max(0, ms));
+  });
   try {
-    client = await within(pending, ms, what, ignore);
+    client = await Promise.race([pending, late]);
   } catch (err) {
-    // A connection that arrives too late is discarded.
-    pending.then((c) => {
-      destroy(c);
-      c.release(true);
-    }, ignore);
+    // A client the pool hands over too late is healthy (nothing was sent
+    // on it by us): it goes straight back to the pool, or to its next
+    // waiter, never destroyed.
+    pending.then((c) => c.release(), ignore);
     throw err;
+  } finally {
+    clearTimeout(timer);
   }
   client.on("error", ignore);
   let broken = false;
@@ -112,14 +130,34 @@ export async function withPoolClient<T>(pool: Pool, ms: number, what: string,
 
 type ClientClass = new (config?: ClientConfig) => Client;
 
-/** How to make a connection like the pool's: its Client class and options. */
-export function clientFactory(pool: Pool): () => Client {
+/** How to make the lease's own connection: like the pool's, then set up as the pool's are. */
+export interface ClientMaker {
+  make(): Client;
+  /** Run the pool's "connect" listeners on a new connection; await the promises they return. */
+  setup(client: Client): Promise<void>;
+}
+
+/**
+ * How to make a connection like the pool's: its Client class and options,
+ * and the pool's "connect" listeners, which the application uses to set
+ * up every pooled connection (`SET search_path`, `SET ROLE`): they run on
+ * the lease's own connection too, with the client, and a promise they
+ * return is awaited before dlock sends anything on it.
+ */
+export function clientFactory(pool: Pool): ClientMaker {
   const Cls = (pool as unknown as { Client?: ClientClass }).Client;
   const options = pool.options as ClientConfig;
   if (typeof Cls !== "function") {
     throw new TypeError("dlock needs a pg.Pool (its Client class makes the lease's own connection)");
   }
-  return () => new Cls(options);
+  return {
+    make: () => new Cls(options),
+    async setup(client: Client): Promise<void> {
+      for (const listener of pool.listeners("connect")) {
+        await (listener as (c: Client) => unknown).call(pool, client);
+      }
+    },
+  };
 }
 
 /**
@@ -130,10 +168,10 @@ export function clientFactory(pool: Pool): () => Client {
  */
 export class OwnConnection {
   private client: Client | null = null;
-  private readonly make: () => Client;
+  private readonly maker: ClientMaker;
 
-  constructor(make: () => Client) {
-    this.make = make;
+  constructor(maker: ClientMaker) {
+    this.maker = maker;
   }
 
   get open(): boolean {
@@ -144,11 +182,12 @@ export class OwnConnection {
     const end = mono() + ms;
     let client = this.client;
     if (client === null) {
-      const c = this.make();
+      const c = this.maker.make();
       c.on("error", () => this.discard(c));
       this.client = client = c;
       try {
-        await within(c.connect(), ms, `${what} (connecting)`, () => destroy(c));
+        await within(c.connect().then(() => this.maker.setup(c)), ms, `${what} (connecting)`,
+          () => destroy(c));
       } catch (err) {
         this.discard(c);
         throw err;

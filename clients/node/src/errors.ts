@@ -76,6 +76,13 @@ function stale(cause: unknown, lockName?: string, token?: bigint): string {
  */
 export class NotInstalledError extends DlockError {}
 
+/**
+ * No client of the pool came within the call's bound (the pool is
+ * exhausted: every client is checked out, or a new connection does not
+ * come up): nothing was sent to the server, so nothing can have committed.
+ */
+export class NoConnectionError extends DlockError {}
+
 /** True for a node-postgres error with SQLSTATE LK001 (a stale token). */
 export function isStaleToken(err: unknown): boolean {
   return sqlstateOf(err) === STALE_TOKEN_SQLSTATE;

@@ -8,4 +8,4 @@ export type { LeaseOptions, Logger } from "./lease";
 export { Leader, leader, lead } from "./leader";
 export type { LeaderOptions } from "./leader";
 export { DlockError, BusyError, LeaseLostError, StaleTokenError, NotInstalledError,
-  STALE_TOKEN_SQLSTATE, isStaleToken, staleTokenError } from "./errors";
+  NoConnectionError, STALE_TOKEN_SQLSTATE, isStaleToken, staleTokenError } from "./errors";

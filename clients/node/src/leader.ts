@@ -5,7 +5,7 @@
 import type { Pool } from "pg";
 
 import { BusyError, LeaseLostError, messageOf } from "./errors";
-import { Lease, Logger, checkMs, defaultLogger, makeOwnerId, take } from "./lease";
+import { Lease, Logger, checkMs, checkName, defaultLogger, makeOwnerId, take } from "./lease";
 
 export interface LeaderOptions {
   /** The term's time to live, in milliseconds. */
@@ -49,7 +49,7 @@ export class Leader implements AsyncIterableIterator<Lease> {
       throw new RangeError("a leader needs an owner label of its own (e.g. the host name)");
     }
     this.pool = pool;
-    this.name = name;
+    this.name = checkName(name);
     this.ttl = checkMs(options.ttl, "ttl", false);
     this.retry = checkMs(options.retry ?? this.ttl / 3, "retry", false);
     this.ownerId = makeOwnerId(options.owner) as string;

@@ -12,9 +12,10 @@
 import { randomBytes } from "node:crypto";
 import type { ClientBase, Pool } from "pg";
 
-import { NoAnswer, OwnConnection, clientFactory, fromServer, mono, run, within,
+import { NoAnswer, NoPoolClient, OwnConnection, clientFactory, fromServer, mono, run, within,
   withPoolClient } from "./connection";
-import { BusyError, DlockError, LeaseLostError, NotInstalledError, StaleTokenError,
+import { BusyError, DlockError, LeaseLostError, NoConnectionError, NotInstalledError,
+  StaleTokenError,
   isStaleToken, messageOf, sqlstateOf } from "./errors";
 
 /** Where the client reports what the application should know of. */
@@ -92,6 +93,29 @@ export function checkMs(value: unknown, what: string, zeroOk: boolean): number {
   return value;
 }
 
+/**
+ * A lone UTF-16 surrogate cannot be sent: node-postgres encodes it as
+ * U+FFFD, so two different names would be one lock on the server.
+ */
+function checkWellFormed(value: string, what: string): string {
+  const at = value.search(/[\uD800-\uDFFF]/u);
+  if (at >= 0) {
+    throw new TypeError(`${what} is not well-formed UTF-16: a lone surrogate ` +
+      `(\\u${value.charCodeAt(at).toString(16).toUpperCase()}) at index ${at} would reach the ` +
+      "server as U+FFFD, the same lock as other such names; use String.prototype.toWellFormed() " +
+      "if that is what you mean");
+  }
+  return value;
+}
+
+/** A lock name: a non-empty, well-formed string. */
+export function checkName(name: unknown): string {
+  if (typeof name !== "string" || name === "") {
+    throw new RangeError("the lease name must be a non-empty string");
+  }
+  return checkWellFormed(name, "the lease name");
+}
+
 /** What the server is sent as the owner: `<owner>:<pid>:<random>`, or null. */
 export function makeOwnerId(owner: string | undefined): string | null {
   if (owner === undefined) {
@@ -100,6 +124,7 @@ export function makeOwnerId(owner: string | undefined): string | null {
   if (typeof owner !== "string" || owner === "") {
     throw new RangeError("owner must be a non-empty string, or left out");
   }
+  checkWellFormed(owner, "owner");
   if (Buffer.byteLength(owner) > OWNER_MAX_BYTES) {
     throw new RangeError(`owner must be at most ${OWNER_MAX_BYTES} bytes`);
   }
@@ -112,6 +137,14 @@ function describe(err: unknown): string {
     return `${text} (${NOT_INSTALLED_HINT})`;
   }
   return text;
+}
+
+/** A NotInstalledError for a missing dlock function (42883), or null. */
+function notInstalled(err: unknown): NotInstalledError | null {
+  if (sqlstateOf(err) === "42883" && messageOf(err).includes("dlock_")) {
+    return new NotInstalledError(describe(err), { cause: err });
+  }
+  return null;
 }
 
 type State = "held" | "releasing" | "released" | "lost";
@@ -381,6 +414,11 @@ export class Lease {
         this.confirm(at2, Math.max(0, Number(rem.rows[0]?.ms ?? 0)));
       });
     } catch (err) {
+      if (err instanceof NoPoolClient) {
+        throw new NoConnectionError(`${what} got no connection from the pool in ${budget} ms ` +
+          "(all its clients are in use, or a new connection did not come up): nothing was sent",
+          { cause: err });
+      }
       if (err instanceof NoAnswer) {
         this.logger.warn(`${what} got no answer in ${budget} ms: its connection is dropped; ` +
           "if the acquire committed meanwhile, the lease stays busy until it expires by " +
@@ -388,10 +426,7 @@ export class Lease {
         throw new DlockError(`${what} got no answer from the server in ${budget} ms (if it ` +
           "committed, the lease expires by itself at its ttl)", { cause: err });
       }
-      if (sqlstateOf(err) === "42883" && messageOf(err).includes("dlock_")) {
-        throw new NotInstalledError(describe(err), { cause: err });
-      }
-      throw err;
+      throw notInstalled(err) ?? err;
     }
     this.logger.debug?.(`acquired lease "${this.name}" with token ${this.tokenValue}`);
   }
@@ -433,6 +468,14 @@ export class Lease {
           ok = await this.renewOnce(this.left());
         } catch (err) {
           if (this.state !== "held") {
+            return;
+          }
+          // dlock's functions are not found on the lease's own connection
+          // (its search_path or role is not the pool's): no retry helps.
+          const missing = notInstalled(err);
+          if (missing !== null) {
+            this.markLost(`renewal failed on the lease's own connection: ${missing.message}`,
+              missing);
             return;
           }
           this.lastFailure = describe(err);
@@ -495,6 +538,17 @@ export class Lease {
     } catch (err) {
       this.state = "released";
       this.own.discard();
+      if (err instanceof NoPoolClient) {
+        throw new NoConnectionError(`${what} got no connection from the pool in ${budget} ms ` +
+          "(all its clients are in use, or a new connection did not come up): nothing was sent",
+          { cause: err });
+      }
+      if (err instanceof NoPoolClient) {
+        this.logger.warn(`${what} (token ${this.tokenValue}) got no connection from the pool in ` +
+          `${Math.round(budget)} ms: nothing was sent, and the lease expires by itself at its ` +
+          "deadline");
+        return;
+      }
       if (err instanceof NoAnswer) {
         this.logger.warn(`${what} (token ${this.tokenValue}) got no answer in ${Math.round(budget)}` +
           " ms: its connection is dropped, and the lease expires by itself at its deadline");
@@ -560,10 +614,8 @@ export async function take(init: LeaseInit, wait: number, renew: boolean): Promi
  * for you.
  */
 export function acquire(pool: Pool, name: string, options: LeaseOptions): Promise<Lease> {
-  if (typeof name !== "string" || name === "") {
-    return Promise.reject(new RangeError("the lease name must be a non-empty string"));
-  }
   try {
+    checkName(name);
     const ttl = checkMs(options.ttl, "ttl", false);
     const wait = checkMs(options.wait ?? 0, "wait", true);
     const init: LeaseInit = {

@@ -6,8 +6,8 @@ import { after, before, test } from "node:test";
 
 import pg from "pg";
 
-import { BusyError, DlockError, LeaseLostError, NotInstalledError, StaleTokenError, acquire,
-  isStaleToken, staleTokenError, withLease } from "../src/index";
+import { BusyError, DlockError, LeaseLostError, NoConnectionError, NotInstalledError,
+  StaleTokenError, acquire, isStaleToken, leader, staleTokenError, withLease } from "../src/index";
 import { DB, Recorder, direct, fencedTable, grab, leaseRow, lockName, noLeaks, sleep,
   waitFor } from "./helpers";
 
@@ -280,5 +280,118 @@ test("C12 not installed: a database without dlock gives an error that says what 
         return false;
       }
     }, 10000, `DROP DATABASE ${bare}`);
+  }
+});
+
+test("C01 lone surrogates: a name or owner that is not well-formed UTF-16 is refused before anything is sent", { timeout: 120_000 }, async () => {
+  // "\uD800" and "\uDFFF" would both reach the server as U+FFFD: one lock.
+  const base = lockName("c01-surrogate");
+  for (const bad of [`${base}\uD800`, `${base}\uDFFF`, `\uDC00${base}`]) {
+    await assert.rejects(acquire(pool, bad, { ttl: 1000 }), (err: unknown) =>
+      err instanceof TypeError && /UTF-16/.test((err as Error).message));
+    await assert.rejects(withLease(pool, bad, { ttl: 1000 }, () => {}), TypeError);
+    assert.throws(() => leader(pool, bad, { ttl: 1000, owner: "web-1" }), TypeError);
+    assert.equal(await leaseRow(admin, `${base}\uFFFD`), null, "nothing reached the server");
+  }
+  await assert.rejects(acquire(pool, base, { ttl: 1000, owner: "web\uD800" }), TypeError);
+  // A paired surrogate is a well-formed character, and works.
+  const emoji = `${base}:\u{1F512}`;
+  const lease = await acquire(pool, emoji, { ttl: 10000 });
+  assert.deepEqual(await leaseRow(admin, emoji), { held: true, token: lease.token });
+  await lease.release();
+});
+
+test("C01 exhausted pool: an acquire that gets no pooled client says so, sends nothing, and leaves the pool's clients alone", { timeout: 120_000 }, async () => {
+  const small = new pg.Pool({ ...direct(), max: 2 });
+  let removed = 0;
+  small.on("remove", () => (removed += 1));
+  const name = lockName("c01-exhausted");
+  const a = await small.connect();
+  const b = await small.connect();
+  const pidA = (await a.query("SELECT pg_backend_pid() AS p")).rows[0].p as number;
+  try {
+    const t0 = performance.now();
+    await assert.rejects(acquire(small, name, { ttl: 10000 }), (err: unknown) =>
+      err instanceof NoConnectionError && err instanceof DlockError &&
+      /no connection from the pool/.test(err.message) && /nothing was sent/.test(err.message));
+    const took = performance.now() - t0;
+    assert.ok(took >= 4500 && took < 8000, `gave up after ${Math.round(took)} ms`);
+    assert.equal(await leaseRow(admin, name), null, "the acquire was never sent");
+  } finally {
+    a.release();
+    b.release();
+  }
+  await sleep(200);
+  // The client the pool handed to the given-up acquire went back to the pool, unharmed.
+  assert.equal(removed, 0, "no pooled client was destroyed");
+  assert.equal(small.totalCount, 2);
+  const c = await small.connect();
+  const d = await small.connect();
+  try {
+    const pids = [(await c.query("SELECT pg_backend_pid() AS p")).rows[0].p,
+      (await d.query("SELECT pg_backend_pid() AS p")).rows[0].p];
+    assert.ok(pids.includes(pidA), "the app's first connection is still in the pool");
+  } finally {
+    c.release();
+    d.release();
+  }
+  const lease = await acquire(small, name, { ttl: 10000 });
+  await lease.release();
+  await small.end();
+});
+
+/** dlock's schema, where the functions are (the C edition's or the SQL edition's). */
+async function dlockSchema(): Promise<string> {
+  const res = await admin.query(`SELECT n.nspname AS s FROM pg_catalog.pg_proc p
+    JOIN pg_catalog.pg_namespace n ON n.oid = p.pronamespace WHERE p.proname = 'dlock_renew'`);
+  return (res.rows[0] as { s: string }).s;
+}
+
+test("C12 found through a connect hook: a pool whose 'connect' listener sets search_path renews on its own connection too", { timeout: 120_000 }, async () => {
+  const schema = await dlockSchema();
+  // The connection settings leave dlock's schema off search_path; only the
+  // application's hook puts it there.
+  const hooked = new pg.Pool({ ...direct(), max: 2, options: "-c search_path=dlock_nowhere" });
+  let path = schema;
+  hooked.on("connect", (c: pg.PoolClient) => {
+    c.query(`SET search_path TO "${path}"`).catch(() => {});
+  });
+  // A listener that returns a promise is awaited before the renewal is sent.
+  hooked.on("connect", async (c: pg.PoolClient) => {
+    await sleep(50);
+    await c.query("SET application_name TO 'dlock-hooked'");
+  });
+  const logger = new Recorder();
+  const name = lockName("c12-hook");
+  try {
+    const lease = await acquire(hooked, name, { ttl: 600, logger });
+    const token = lease.token;
+    const end = performance.now() + 2500;
+    while (performance.now() < end) {
+      assert.equal(lease.lost, false, `lost: ${lease.lostReason}`);
+      assert.deepEqual(await leaseRow(admin, name), { held: true, token });
+      await sleep(100);
+    }
+    const apps = await admin.query(
+      "SELECT count(*)::int AS n FROM pg_stat_activity WHERE application_name = 'dlock-hooked'");
+    assert.ok((apps.rows[0] as { n: number }).n >= 2, "the own connection ran the async hook");
+    await lease.release();
+    assert.equal((await leaseRow(admin, name))?.held, false);
+    assert.deepEqual(logger.warnings, []);
+
+    // A renewal connection that cannot find dlock is reported at once, as
+    // not installed, not only as a loss at the deadline.
+    path = "dlock_nowhere";
+    const second = await acquire(hooked, name, { ttl: 6000, logger, owner: "x" });
+    const t0 = performance.now();
+    await waitFor(() => second.lost, 10000, "the loss");
+    assert.ok(performance.now() - t0 < 4000, "reported at the first renewal, before the deadline");
+    const lost = second.signal.reason as LeaseLostError;
+    assert.ok(lost instanceof LeaseLostError);
+    assert.ok(lost.cause instanceof NotInstalledError, `cause: ${String(lost.cause)}`);
+    assert.match(lost.message, /search_path/);
+    await assert.rejects(second.release(), LeaseLostError);
+  } finally {
+    await hooked.end();
   }
 });
