@@ -657,3 +657,65 @@ func TestC10LeaderElectionStoppedProcess(t *testing.T) {
 		t.Fatalf("the child: %q %d after the new leader stepped down", what, token)
 	}
 }
+
+// C10: a leader told to stop (RunLeader's ctx done) keeps its term until
+// OnStartedLeading has returned: a second candidate is not elected while
+// the first leader's callback is still winding down.
+func TestC10LeaderStopsBeforeRelease(t *testing.T) {
+	eachDriver(t, func(t *testing.T, driver string) {
+		name := lockName(t)
+		var mu sync.Mutex
+		var aReturned, bStarted time.Time
+		cfg := func(who string, started func()) dlock.LeaderConfig {
+			return dlock.LeaderConfig{
+				Name: name, Owner: who, TTL: 3 * time.Second, RetryPeriod: 50 * time.Millisecond,
+				Callbacks: dlock.LeaderCallbacks{OnStartedLeading: func(ctx context.Context, term *dlock.Lease) {
+					started()
+					<-ctx.Done()
+					if who == "a" {
+						time.Sleep(500 * time.Millisecond) // winding down
+						mu.Lock()
+						aReturned = time.Now()
+						mu.Unlock()
+					}
+				}},
+			}
+		}
+		aElected := make(chan struct{})
+		ca, stopA := context.WithCancel(context.Background())
+		doneA := make(chan error, 1)
+		go func() { doneA <- dlock.RunLeader(ca, open(t, driver, srv.db, ""), cfg("a", func() { close(aElected) })) }()
+		select {
+		case <-aElected:
+		case <-time.After(30 * time.Second):
+			t.Fatal("a was never elected")
+		}
+		bElected := make(chan struct{})
+		cb, stopB := context.WithCancel(context.Background())
+		defer stopB()
+		doneB := make(chan error, 1)
+		go func() {
+			doneB <- dlock.RunLeader(cb, open(t, driver, srv.db, ""), cfg("b", func() {
+				mu.Lock()
+				bStarted = time.Now()
+				mu.Unlock()
+				close(bElected)
+			}))
+		}()
+		time.Sleep(200 * time.Millisecond) // b campaigns
+		stopA()
+		select {
+		case <-bElected:
+		case <-time.After(30 * time.Second):
+			t.Fatal("b was never elected after a stopped")
+		}
+		<-doneA
+		mu.Lock()
+		defer mu.Unlock()
+		if aReturned.IsZero() || bStarted.Before(aReturned) {
+			t.Fatalf("b started leading %v before a's callback returned", aReturned.Sub(bStarted))
+		}
+		stopB()
+		<-doneB
+	})
+}
