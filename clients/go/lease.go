@@ -115,7 +115,9 @@ type Lease struct {
 // else still holds it after the wait (WithWait), and waits at most the
 // wait plus 5 s for the server's answer (then ErrNoAnswer: if the acquire
 // committed meanwhile, that lease is nobody's and expires by itself at its
-// ttl; the same when ctx ends first). The lease's statements run on a
+// ttl; the same when ctx ends first). A lease granted after a wait has
+// its deadline from the server's dlock_remaining, asked right after the
+// grant (see README: Acquire). The lease's statements run on a
 // connection taken from db's pool for the lease's lifetime; a goroutine
 // renews the lease on it at a third of its ttl until Release, or until the
 // lease is lost (see Context).
@@ -196,7 +198,15 @@ func acquire(ctx context.Context, p Pool, name string, ttl time.Duration, o opti
 		}
 		return nil, &BusyError{Name: name, Wait: o.wait.Seconds()}
 	}
-	l.token, l.sent, l.deadline, l.sess = token.Int64, sent, sent+ttl, s
+	l.token, l.sent, l.deadline = token.Int64, sent, sent+ttl
+	if now()-sent > ttl/10 {
+		// The acquire waited (or its answer was slow): sent+ttl
+		// undercounts what the server granted, and may even be past.
+		// Ask the server how long the lease holds, counted from before
+		// that question: still never later than the server's expiry.
+		s = l.confirmGrant(ctx, s)
+	}
+	l.sess = s
 	l.ctx, l.cancel = context.WithCancel(context.Background())
 	l.renewerDone = make(chan struct{})
 	if o.renew {
@@ -209,6 +219,35 @@ func acquire(ctx context.Context, p Pool, name string, ttl time.Duration, o opti
 		go l.expireLoop()
 	}
 	return l, nil
+}
+
+// confirmGrant measures the deadline of a lease just granted from the
+// server's dlock_remaining, asked on s (or a new session when s is nil),
+// and returns the session to keep (nil if it was discarded). On any
+// failure the deadline stays at the acquire's sent+ttl (fail-closed).
+func (l *Lease) confirmGrant(ctx context.Context, s Session) Session {
+	timeout := minDuration(l.ttl, acquireMargin)
+	if s == nil {
+		var err error
+		if s, err = session(ctx, l.pool, timeout); err != nil {
+			return nil
+		}
+	}
+	n, _ := quote(l.name) // checked by the acquire
+	q := fmt.Sprintf("SELECT (extract(epoch FROM dlock_remaining(%s, %d)) * 1000000)::pg_catalog.int8",
+		n, l.token)
+	var us sql.NullInt64
+	sent := now()
+	err, ok := bounded(ctx, timeout, s, func(ctx context.Context) error {
+		return s.QueryRow(ctx, q, &us)
+	})
+	if !ok {
+		s = nil
+	}
+	if err == nil && us.Valid && sent+time.Duration(us.Int64)*time.Microsecond > l.deadline {
+		l.sent, l.deadline = sent, sent+time.Duration(us.Int64)*time.Microsecond
+	}
+	return s
 }
 
 // brokenConn says whether err is a broken connection: an error of the

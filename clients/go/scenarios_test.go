@@ -157,6 +157,38 @@ func TestC02Wait(t *testing.T) {
 	})
 }
 
+// C02: a wait longer than the ttl: the lease's deadline counts from the
+// grant, not from when the waiting acquire was sent.
+func TestC02WaitLongerThanTTL(t *testing.T) {
+	eachDriver(t, func(t *testing.T, driver string) {
+		db, a, name := open(t, driver, srv.db, ""), admin(t), lockName(t)
+		first := acquire(t, db, name, 10*time.Second)
+		go func() {
+			time.Sleep(3 * time.Second)
+			_ = first.Release(context.Background())
+		}()
+		ttl := 2 * time.Second
+		l, err := dlock.Acquire(ctx(t), db, name, ttl, dlock.WithWait(10*time.Second))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer l.Release(context.Background())
+		if err := l.Err(); err != nil {
+			t.Fatalf("the waiter's lease is lost when granted: %v", err)
+		}
+		if r := l.Remaining(); r <= ttl/2 || r > ttl {
+			t.Fatalf("remaining %v of a ttl of %v just after the grant", r, ttl)
+		}
+		time.Sleep(2 * ttl) // renewed meanwhile
+		if err := l.Err(); err != nil || !held(t, a, name, l.Token()) {
+			t.Fatalf("not renewed: %v", err)
+		}
+		if err := l.Release(ctx(t)); err != nil {
+			t.Fatal(err)
+		}
+	})
+}
+
 func TestC03Renewal(t *testing.T) {
 	eachDriver(t, func(t *testing.T, driver string) {
 		db, a, name := open(t, driver, srv.db, ""), admin(t), lockName(t)
