@@ -716,7 +716,8 @@ func TestC10LeaderStopsBeforeRelease(t *testing.T) {
 		aElected := make(chan struct{})
 		ca, stopA := context.WithCancel(context.Background())
 		doneA := make(chan error, 1)
-		go func() { doneA <- dlock.RunLeader(ca, open(t, driver, srv.db, ""), cfg("a", func() { close(aElected) })) }()
+		dbA, dbB := open(t, driver, srv.db, ""), open(t, driver, srv.db, "")
+		go func() { doneA <- dlock.RunLeader(ca, dbA, cfg("a", func() { close(aElected) })) }()
 		select {
 		case <-aElected:
 		case <-time.After(30 * time.Second):
@@ -727,7 +728,7 @@ func TestC10LeaderStopsBeforeRelease(t *testing.T) {
 		defer stopB()
 		doneB := make(chan error, 1)
 		go func() {
-			doneB <- dlock.RunLeader(cb, open(t, driver, srv.db, ""), cfg("b", func() {
+			doneB <- dlock.RunLeader(cb, dbB, cfg("b", func() {
 				mu.Lock()
 				bStarted = time.Now()
 				mu.Unlock()
