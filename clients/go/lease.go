@@ -422,9 +422,14 @@ func minDuration(a, b time.Duration) time.Duration {
 	return b
 }
 
+// How many renewals in a row a broken connection retries at once on
+// another connection, before the renewer sleeps a slice.
+const renewQuickTries = 10
+
 // renewLoop renews at a third of the ttl until stopped or lost. A renewal
 // that cannot get through (a broken connection, a failover, no answer) is
-// retried on a new connection until the deadline; then, or on a renewal
+// retried on a new connection until the deadline (at once after a broken
+// connection, up to renewQuickTries times); then, or on a renewal
 // the server refuses, the lease is lost. It sleeps in slices of at most a
 // second (ttl/10 when shorter), each checking the deadline on the clock
 // that counts a suspend.
@@ -467,7 +472,7 @@ func (l *Lease) renewLoop(ctx context.Context) {
 		if l.deadline <= now() {
 			why = "the renewer did not run in time: a suspended machine, or a stalled process"
 		}
-		for {
+		for quick := 0; ; {
 			left := l.deadline - now()
 			if left <= 0 {
 				l.markLost("not renewed before its deadline ("+why+")", nil)
@@ -479,6 +484,13 @@ func (l *Lease) renewLoop(ctx context.Context) {
 			}
 			if err != nil {
 				why = err.Error()
+				// A broken connection (the pool's idle ones are all dead
+				// after a restart): the next one at once, up to
+				// renewQuickTries times a slice.
+				if quick++; brokenConn(ctx, err) && quick < renewQuickTries {
+					continue
+				}
+				quick = 0
 				if !sleep(minDuration(slice, l.deadline-now())) {
 					return
 				}

@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -321,6 +322,53 @@ func TestC05RenewalConnectionLost(t *testing.T) {
 		}
 		if !held(t, a, name, l.Token()) || p.count() < 4 {
 			t.Fatalf("held %v, %d connections", held(t, a, name, l.Token()), p.count())
+		}
+		if err := l.Release(ctx(t)); err != nil {
+			t.Fatal(err)
+		}
+	})
+}
+
+// C05: a server restart shorter than the ttl, with many idle connections
+// in the pool (all dead after the restart): the renewer tries the next one
+// at once, and the lease is not lost. It restarts the suite's own cluster
+// (PGDATA, pg_ctl on PATH: test/run's go suite sets both).
+func TestC05RenewalAcrossServerRestart(t *testing.T) {
+	pgdata := os.Getenv("PGDATA")
+	pgctl, err := exec.LookPath("pg_ctl")
+	if pgdata == "" || err != nil {
+		t.Skip("needs PGDATA and pg_ctl on PATH: the suite's own cluster, restarted")
+	}
+	eachDriver(t, func(t *testing.T, driver string) {
+		db, name := open(t, driver, srv.db, ""), lockName(t)
+		db.SetMaxIdleConns(20)
+		conns := make([]*sql.Conn, 15)
+		for i := range conns {
+			c, err := db.Conn(ctx(t))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := c.PingContext(ctx(t)); err != nil {
+				t.Fatal(err)
+			}
+			conns[i] = c
+		}
+		for _, c := range conns {
+			c.Close() // idle in the pool
+		}
+		ttl := 10 * time.Second
+		l := acquire(t, db, name, ttl)
+		out, err := exec.Command(pgctl, "restart", "-m", "fast", "-w", "-D", pgdata,
+			"-l", filepath.Join(srv.host, "server.log")).CombinedOutput()
+		if err != nil {
+			t.Fatalf("pg_ctl restart: %v\n%s", err, out)
+		}
+		time.Sleep(ttl + 2*time.Second)
+		if err := l.Err(); err != nil {
+			t.Fatalf("lost across a restart: %v", err)
+		}
+		if !held(t, admin(t), name, l.Token()) {
+			t.Fatal("the server does not hold the lease for its token")
 		}
 		if err := l.Release(ctx(t)); err != nil {
 			t.Fatal(err)
