@@ -56,7 +56,8 @@ func WithOwner(label string) Option { return func(o *options) { o.owner = label 
 
 // WithOnLost calls f once when the lease is lost, from the goroutine that
 // finds out (the renewer's, or one calling Err, Context or Fence after the
-// deadline). Keep it short; Lease.Context() is cancelled just before.
+// deadline, or Release). Keep it short; Lease.Context() is cancelled just
+// before. It may call Release (which returns the loss at once).
 func WithOnLost(f func(*Lease)) Option { return func(o *options) { o.onLost = f } }
 
 // WithoutRenewal holds the lease for its ttl only: nothing renews it.
@@ -558,10 +559,22 @@ func (l *Lease) renewOnce(ctx context.Context, timeout time.Duration) (bool, tim
 // goroutines: one releases, the others wait for it; a later call returns
 // nil after a release, the *LostError after a loss.
 func (l *Lease) Release(ctx context.Context) error {
+	// A lost or released lease answers at once, without releaseMu: the
+	// WithOnLost callback may call Release while a Release that found
+	// the loss holds it (markLost sets the state before the callback).
+	l.mu.Lock()
+	st, err := l.state, l.err
+	l.mu.Unlock()
+	switch st {
+	case released:
+		return nil
+	case lost:
+		return err
+	}
 	l.releaseMu.Lock()
 	defer l.releaseMu.Unlock()
 	l.mu.Lock()
-	st, err := l.state, l.err
+	st, err = l.state, l.err
 	budget := l.deadline - now()
 	l.mu.Unlock()
 	switch st {

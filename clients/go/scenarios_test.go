@@ -551,6 +551,41 @@ func TestC08Concurrency(t *testing.T) {
 	})
 }
 
+// C08: the WithOnLost callback calls Release while a Release (which found
+// the loss) is running: no deadlock, both return the loss.
+func TestC08ReleaseFromOnLost(t *testing.T) {
+	eachDriver(t, func(t *testing.T, driver string) {
+		db, a, name := open(t, driver, srv.db, ""), admin(t), lockName(t)
+		nested := make(chan error, 1)
+		// Not the acquire helper: its cleanup would release again.
+		l, err := dlock.Acquire(ctx(t), db, name, 30*time.Second, dlock.WithOnLost(func(lost *dlock.Lease) {
+			nested <- lost.Release(context.Background())
+		}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		// Another process that knows the token releases the lease: this
+		// Release is refused, and finds the loss.
+		var ok bool
+		if err := a.QueryRow("SELECT dlock_release($1, $2)", name, l.Token()).Scan(&ok); err != nil || !ok {
+			t.Fatalf("the admin's release: %v %v", ok, err)
+		}
+		done := make(chan error, 1)
+		go func() { done <- l.Release(context.Background()) }()
+		select {
+		case err := <-done:
+			if !errors.Is(err, dlock.ErrLost) {
+				t.Fatalf("release: %v", err)
+			}
+		case <-time.After(20 * time.Second):
+			t.Fatal("Release deadlocked with the on-lost callback's Release")
+		}
+		if err := <-nested; !errors.Is(err, dlock.ErrLost) {
+			t.Fatalf("the callback's release: %v", err)
+		}
+	})
+}
+
 func TestC10LeaderElection(t *testing.T) {
 	eachDriver(t, func(t *testing.T, driver string) {
 		p, name := newProxy(t, ""), lockName(t)
