@@ -637,8 +637,8 @@ func (l *Lease) Release(ctx context.Context) error {
 		}
 	}
 	l.markReleased()
-	return fmt.Errorf("dlock: release of lease %q (token %d) got no answer (%w): it expires by "+
-		"itself at its deadline", l.name, l.token, err)
+	return &noAnswerError{msg: fmt.Sprintf("dlock: release of lease %q (token %d) got no answer (%v): "+
+		"it may have committed; if not, the lease expires by itself at its deadline", l.name, l.token, err), cause: err}
 }
 
 // Fence declares the lease's token in tx (dlock_assert): the fenced writes
@@ -675,11 +675,9 @@ func (l *Lease) FenceWith(ctx context.Context, exec func(ctx context.Context, qu
 		mine := l.state == released || l.releasing
 		l.mu.Unlock()
 		if mine {
-			return fmt.Errorf("dlock: cannot fence with lease %q: %w (%v)", l.name, ErrReleased, stale)
+			return &releasedStaleError{name: l.name, stale: stale}
 		}
-		{
-			l.markLost("the server refused its token as stale", stale)
-		}
+		l.markLost("the server refused its token as stale", stale)
 		return stale
 	}
 	return err

@@ -454,6 +454,38 @@ func TestC06StaleFence(t *testing.T) {
 	})
 }
 
+// C06: a fence refused as stale while this process's release is in flight
+// (the server released it, the answer has not come back): the error says
+// both released and stale (errors.Is either, IsStaleToken).
+func TestC06StaleFenceDuringRelease(t *testing.T) {
+	eachDriver(t, func(t *testing.T, driver string) {
+		p, a, name := newProxy(t, ""), admin(t), lockName(t)
+		db, direct := open(t, driver, srv.db, p.addr()), open(t, driver, srv.db, "")
+		l := acquire(t, db, name, 30*time.Second)
+		// The release commits (here: another holder of the token does it),
+		// and its answer never arrives.
+		if _, err := a.Exec("SELECT dlock_release($1, $2)", name, l.Token()); err != nil {
+			t.Fatal(err)
+		}
+		p.freeze()
+		released := make(chan error, 1)
+		go func() { released <- l.Release(context.Background()) }()
+		time.Sleep(500 * time.Millisecond)
+		tx, err := direct.BeginTx(ctx(t), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer tx.Rollback()
+		err = l.Fence(ctx(t), tx)
+		var st *dlock.StaleTokenError
+		if !errors.Is(err, dlock.ErrReleased) || !errors.Is(err, dlock.ErrStaleToken) ||
+			!dlock.IsStaleToken(err) || !errors.As(err, &st) || dlock.SQLState(err) != "LK001" {
+			t.Fatalf("fence during the release: %v", err)
+		}
+		<-released
+	})
+}
+
 func TestC07BoundedRelease(t *testing.T) {
 	for _, ttl := range []time.Duration{3 * time.Second, 30 * time.Second} {
 		ttl := ttl
@@ -485,7 +517,10 @@ func TestC07BoundedRelease(t *testing.T) {
 				l2 := acquire(t, open(t, driver, srv.db, ""), name+"/2", ttl)
 				c, cancel := context.WithCancel(context.Background())
 				cancel()
-				_ = l2.Release(c)
+				if err := l2.Release(c); !errors.Is(err, dlock.ErrNoAnswer) ||
+					!strings.Contains(err.Error(), "may have committed") {
+					t.Fatalf("release with a cancelled context: %v", err)
+				}
 			})
 		}
 	}
