@@ -29,6 +29,15 @@ const (
 	releaseMin = 1 * time.Second
 )
 
+// deadlineMargin is how much earlier than the server's expiry (as far as
+// the client can tell: a ttl after the confirmation was asked for) the
+// local deadline falls: a tenth of the ttl, at most 100 ms, so that a late
+// timer or a short pause of the process does not let the lease be
+// reported held past the server's expiry.
+func deadlineMargin(ttl time.Duration) time.Duration {
+	return minDuration(ttl/10, 100*time.Millisecond)
+}
+
 // OwnerMaxBytes is the longest owner label: the server takes 255 bytes, and
 // the client adds ":<pid>:<12 hex digits>".
 const OwnerMaxBytes = 200
@@ -199,7 +208,7 @@ func acquire(ctx context.Context, p Pool, name string, ttl time.Duration, o opti
 		}
 		return nil, &BusyError{Name: name, Wait: o.wait.Seconds()}
 	}
-	l.token, l.sent, l.deadline = token.Int64, sent, sent+ttl
+	l.token, l.sent, l.deadline = token.Int64, sent, sent+ttl-deadlineMargin(ttl)
 	if now()-sent > ttl/10 {
 		// The acquire waited (or its answer was slow): sent+ttl
 		// undercounts what the server granted, and may even be past.
@@ -245,8 +254,8 @@ func (l *Lease) confirmGrant(ctx context.Context, s Session) Session {
 	if !ok {
 		s = nil
 	}
-	if err == nil && us.Valid && sent+time.Duration(us.Int64)*time.Microsecond > l.deadline {
-		l.sent, l.deadline = sent, sent+time.Duration(us.Int64)*time.Microsecond
+	if d := sent + time.Duration(us.Int64)*time.Microsecond - deadlineMargin(l.ttl); err == nil && us.Valid && d > l.deadline {
+		l.sent, l.deadline = sent, d
 	}
 	return s
 }
@@ -502,7 +511,7 @@ func (l *Lease) renewLoop(ctx context.Context) {
 				return
 			}
 			l.mu.Lock()
-			l.sent, l.deadline = sent, sent+l.ttl
+			l.sent, l.deadline = sent, sent+l.ttl-deadlineMargin(l.ttl)
 			l.mu.Unlock()
 			break
 		}

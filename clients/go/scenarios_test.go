@@ -215,6 +215,24 @@ func TestC03Renewal(t *testing.T) {
 	})
 }
 
+// C03: the local deadline falls a margin (a tenth of the ttl, at most
+// 100 ms) before the server's expiry, so a late timer still reports the
+// loss before the server hands the lease on.
+func TestC03DeadlineMargin(t *testing.T) {
+	eachDriver(t, func(t *testing.T, driver string) {
+		db, name := open(t, driver, srv.db, ""), lockName(t)
+		ttl := 2 * time.Second
+		l := acquire(t, db, name, ttl)
+		if r := l.Remaining(); r > ttl-100*time.Millisecond || r <= 0 {
+			t.Fatalf("remaining %v just after the acquire, ttl %v: no safety margin", r, ttl)
+		}
+		time.Sleep(ttl) // renewed meanwhile: the margin holds there too
+		if r := l.Remaining(); r > ttl-100*time.Millisecond || r <= 0 {
+			t.Fatalf("remaining %v after renewals, ttl %v: no safety margin", r, ttl)
+		}
+	})
+}
+
 func TestC04Overrun(t *testing.T) {
 	eachDriver(t, func(t *testing.T, driver string) {
 		db, a, name := open(t, driver, srv.db, ""), admin(t), lockName(t)
