@@ -156,12 +156,9 @@ func TestC02Wait(t *testing.T) {
 			t.Fatal("the waiter's token is not newer")
 		}
 	})
-}
-
-// C02: a wait longer than the ttl: the lease's deadline counts from the
-// grant, not from when the waiting acquire was sent.
-func TestC02WaitLongerThanTTL(t *testing.T) {
-	eachDriver(t, func(t *testing.T, driver string) {
+	// A wait longer than the ttl: the lease's deadline counts from the
+	// grant, not from when the waiting acquire was sent.
+	eachDriverAs(t, "longer-than-ttl", func(t *testing.T, driver string) {
 		db, a, name := open(t, driver, srv.db, ""), admin(t), lockName(t)
 		first := acquire(t, db, name, 10*time.Second)
 		go func() {
