@@ -133,3 +133,39 @@ func (e *notInstalledError) Is(target error) bool {
 	return target == ErrNotInstalled
 }
 func (e *notInstalledError) Unwrap() error { return e.err }
+
+// noAnswerError is a statement given up without an answer: it wraps
+// ErrNoAnswer and the cause (a context's error, the driver's), whichever
+// ended it (Go 1.19's errors has no multiple %w).
+type noAnswerError struct {
+	msg   string
+	cause error
+}
+
+func (e *noAnswerError) Error() string { return e.msg }
+
+// Is makes errors.Is(err, ErrNoAnswer) true.
+func (e *noAnswerError) Is(target error) bool { return target == ErrNoAnswer }
+
+// Unwrap returns the cause.
+func (e *noAnswerError) Unwrap() error { return e.cause }
+
+// releasedStaleError is a fence refused as stale while this process's
+// release was in flight: errors.Is(err, ErrReleased) and
+// errors.Is(err, ErrStaleToken) are both true, and errors.As finds the
+// *StaleTokenError.
+type releasedStaleError struct {
+	name  string
+	stale *StaleTokenError
+}
+
+func (e *releasedStaleError) Error() string {
+	return fmt.Sprintf("dlock: cannot fence with lease %q: %v, its release in flight (%v)",
+		e.name, ErrReleased, e.stale)
+}
+
+// Is makes errors.Is(err, ErrReleased) true.
+func (e *releasedStaleError) Is(target error) bool { return target == ErrReleased }
+
+// Unwrap returns the *StaleTokenError.
+func (e *releasedStaleError) Unwrap() error { return e.stale }

@@ -14,12 +14,16 @@ import (
 // calls its own.
 type LeaderCallbacks struct {
 	// OnStartedLeading runs in a goroutine of its own when this process is
-	// elected; ctx is the term's Context(), cancelled when the term ends.
-	// It must return once ctx is done: RunLeader waits for it before it
-	// campaigns again.
+	// elected; ctx is the term's Context(), cancelled when the term is
+	// lost, or when RunLeader's ctx is done. It must return once ctx is
+	// done: RunLeader waits for it before it campaigns again, and, when
+	// its ctx is done, before it releases the term (the term is renewed
+	// until then, so no other leader is elected while this one winds
+	// down).
 	OnStartedLeading func(ctx context.Context, term *Lease)
-	// OnStoppedLeading is called as soon as a term ends (lost, or released
-	// because RunLeader's ctx is done); term.Err() says why.
+	// OnStoppedLeading is called as soon as a term is lost, or, when
+	// RunLeader's ctx is done, once the term is released (after
+	// OnStartedLeading returned); term.Err() says why.
 	OnStoppedLeading func(term *Lease)
 	// OnNewLeader is called when the leader observed changes: with this
 	// process's Lease.OwnerID() when it is elected, with the other
@@ -42,7 +46,8 @@ type LeaderConfig struct {
 // until it is elected; a term is renewed by acquiring again with the same
 // owner string, and ends when it is lost (a renewal refused or past its
 // deadline: a stalled leader is replaced once its term expires) or when ctx
-// is done (the term is then released). After a lost term it campaigns
+// is done (the term's context is then cancelled, and the term released
+// once OnStartedLeading has returned). After a lost term it campaigns
 // again. It returns ctx.Err(), or an error that no retry can fix (dlock not
 // installed).
 func RunLeader(ctx context.Context, db *sql.DB, cfg LeaderConfig) error {
@@ -95,15 +100,25 @@ func RunLeaderFrom(ctx context.Context, p Pool, cfg LeaderConfig) error {
 		}()
 		select {
 		case <-term.Done():
+			if cb.OnStoppedLeading != nil {
+				cb.OnStoppedLeading(term)
+			}
+			<-started
 		case <-ctx.Done():
+			// Stop the leader's work first (the term's context), wait
+			// for OnStartedLeading to return, and only then give the
+			// term back: another candidate is elected once this one
+			// has stopped, never while it still winds down. The term
+			// is renewed meanwhile.
+			term.cancel()
+			<-started
 			rctx, cancel := context.WithTimeout(context.Background(), releaseMax)
 			_ = term.Release(rctx)
 			cancel()
+			if cb.OnStoppedLeading != nil {
+				cb.OnStoppedLeading(term)
+			}
 		}
-		if cb.OnStoppedLeading != nil {
-			cb.OnStoppedLeading(term)
-		}
-		<-started
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}

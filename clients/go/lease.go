@@ -29,6 +29,15 @@ const (
 	releaseMin = 1 * time.Second
 )
 
+// deadlineMargin is how much earlier than the server's expiry (as far as
+// the client can tell: a ttl after the confirmation was asked for) the
+// local deadline falls: a tenth of the ttl, at most 100 ms, so that a late
+// timer or a short pause of the process does not let the lease be
+// reported held past the server's expiry.
+func deadlineMargin(ttl time.Duration) time.Duration {
+	return minDuration(ttl/10, 100*time.Millisecond)
+}
+
 // OwnerMaxBytes is the longest owner label: the server takes 255 bytes, and
 // the client adds ":<pid>:<12 hex digits>".
 const OwnerMaxBytes = 200
@@ -56,7 +65,8 @@ func WithOwner(label string) Option { return func(o *options) { o.owner = label 
 
 // WithOnLost calls f once when the lease is lost, from the goroutine that
 // finds out (the renewer's, or one calling Err, Context or Fence after the
-// deadline). Keep it short; Lease.Context() is cancelled just before.
+// deadline, or Release). Keep it short; Lease.Context() is cancelled just
+// before. It may call Release (which returns the loss at once).
 func WithOnLost(f func(*Lease)) Option { return func(o *options) { o.onLost = f } }
 
 // WithoutRenewal holds the lease for its ttl only: nothing renews it.
@@ -115,7 +125,9 @@ type Lease struct {
 // else still holds it after the wait (WithWait), and waits at most the
 // wait plus 5 s for the server's answer (then ErrNoAnswer: if the acquire
 // committed meanwhile, that lease is nobody's and expires by itself at its
-// ttl; the same when ctx ends first). The lease's statements run on a
+// ttl; the same when ctx ends first). A lease granted after a wait has
+// its deadline from the server's dlock_remaining, asked right after the
+// grant (see README: Acquire). The lease's statements run on a
 // connection taken from db's pool for the lease's lifetime; a goroutine
 // renews the lease on it at a third of its ttl until Release, or until the
 // lease is lost (see Context).
@@ -196,7 +208,15 @@ func acquire(ctx context.Context, p Pool, name string, ttl time.Duration, o opti
 		}
 		return nil, &BusyError{Name: name, Wait: o.wait.Seconds()}
 	}
-	l.token, l.sent, l.deadline, l.sess = token.Int64, sent, sent+ttl, s
+	l.token, l.sent, l.deadline = token.Int64, sent, sent+ttl-deadlineMargin(ttl)
+	if now()-sent > ttl/10 {
+		// The acquire waited (or its answer was slow): sent+ttl
+		// undercounts what the server granted, and may even be past.
+		// Ask the server how long the lease holds, counted from before
+		// that question: still never later than the server's expiry.
+		s = l.confirmGrant(ctx, s)
+	}
+	l.sess = s
 	l.ctx, l.cancel = context.WithCancel(context.Background())
 	l.renewerDone = make(chan struct{})
 	if o.renew {
@@ -209,6 +229,35 @@ func acquire(ctx context.Context, p Pool, name string, ttl time.Duration, o opti
 		go l.expireLoop()
 	}
 	return l, nil
+}
+
+// confirmGrant measures the deadline of a lease just granted from the
+// server's dlock_remaining, asked on s (or a new session when s is nil),
+// and returns the session to keep (nil if it was discarded). On any
+// failure the deadline stays at the acquire's sent+ttl (fail-closed).
+func (l *Lease) confirmGrant(ctx context.Context, s Session) Session {
+	timeout := minDuration(l.ttl, acquireMargin)
+	if s == nil {
+		var err error
+		if s, err = session(ctx, l.pool, timeout); err != nil {
+			return nil
+		}
+	}
+	n, _ := quote(l.name) // checked by the acquire
+	q := fmt.Sprintf("SELECT (extract(epoch FROM dlock_remaining(%s, %d)) * 1000000)::pg_catalog.int8",
+		n, l.token)
+	var us sql.NullInt64
+	sent := now()
+	err, ok := bounded(ctx, timeout, s, func(ctx context.Context) error {
+		return s.QueryRow(ctx, q, &us)
+	})
+	if !ok {
+		s = nil
+	}
+	if d := sent + time.Duration(us.Int64)*time.Microsecond - deadlineMargin(l.ttl); err == nil && us.Valid && d > l.deadline {
+		l.sent, l.deadline = sent, d
+	}
+	return s
 }
 
 // brokenConn says whether err is a broken connection: an error of the
@@ -383,9 +432,14 @@ func minDuration(a, b time.Duration) time.Duration {
 	return b
 }
 
+// How many renewals in a row a broken connection retries at once on
+// another connection, before the renewer sleeps a slice.
+const renewQuickTries = 10
+
 // renewLoop renews at a third of the ttl until stopped or lost. A renewal
 // that cannot get through (a broken connection, a failover, no answer) is
-// retried on a new connection until the deadline; then, or on a renewal
+// retried on a new connection until the deadline (at once after a broken
+// connection, up to renewQuickTries times); then, or on a renewal
 // the server refuses, the lease is lost. It sleeps in slices of at most a
 // second (ttl/10 when shorter), each checking the deadline on the clock
 // that counts a suspend.
@@ -428,7 +482,7 @@ func (l *Lease) renewLoop(ctx context.Context) {
 		if l.deadline <= now() {
 			why = "the renewer did not run in time: a suspended machine, or a stalled process"
 		}
-		for {
+		for quick := 0; ; {
 			left := l.deadline - now()
 			if left <= 0 {
 				l.markLost("not renewed before its deadline ("+why+")", nil)
@@ -440,6 +494,13 @@ func (l *Lease) renewLoop(ctx context.Context) {
 			}
 			if err != nil {
 				why = err.Error()
+				// A broken connection (the pool's idle ones are all dead
+				// after a restart): the next one at once, up to
+				// renewQuickTries times a slice.
+				if quick++; brokenConn(ctx, err) && quick < renewQuickTries {
+					continue
+				}
+				quick = 0
 				if !sleep(minDuration(slice, l.deadline-now())) {
 					return
 				}
@@ -450,7 +511,7 @@ func (l *Lease) renewLoop(ctx context.Context) {
 				return
 			}
 			l.mu.Lock()
-			l.sent, l.deadline = sent, sent+l.ttl
+			l.sent, l.deadline = sent, sent+l.ttl-deadlineMargin(l.ttl)
 			l.mu.Unlock()
 			break
 		}
@@ -507,10 +568,22 @@ func (l *Lease) renewOnce(ctx context.Context, timeout time.Duration) (bool, tim
 // goroutines: one releases, the others wait for it; a later call returns
 // nil after a release, the *LostError after a loss.
 func (l *Lease) Release(ctx context.Context) error {
+	// A lost or released lease answers at once, without releaseMu: the
+	// WithOnLost callback may call Release while a Release that found
+	// the loss holds it (markLost sets the state before the callback).
+	l.mu.Lock()
+	st, err := l.state, l.err
+	l.mu.Unlock()
+	switch st {
+	case released:
+		return nil
+	case lost:
+		return err
+	}
 	l.releaseMu.Lock()
 	defer l.releaseMu.Unlock()
 	l.mu.Lock()
-	st, err := l.state, l.err
+	st, err = l.state, l.err
 	budget := l.deadline - now()
 	l.mu.Unlock()
 	switch st {
@@ -573,8 +646,8 @@ func (l *Lease) Release(ctx context.Context) error {
 		}
 	}
 	l.markReleased()
-	return fmt.Errorf("dlock: release of lease %q (token %d) got no answer (%w): it expires by "+
-		"itself at its deadline", l.name, l.token, err)
+	return &noAnswerError{msg: fmt.Sprintf("dlock: release of lease %q (token %d) got no answer (%v): "+
+		"it may have committed; if not, the lease expires by itself at its deadline", l.name, l.token, err), cause: err}
 }
 
 // Fence declares the lease's token in tx (dlock_assert): the fenced writes
@@ -611,11 +684,9 @@ func (l *Lease) FenceWith(ctx context.Context, exec func(ctx context.Context, qu
 		mine := l.state == released || l.releasing
 		l.mu.Unlock()
 		if mine {
-			return fmt.Errorf("dlock: cannot fence with lease %q: %w (%v)", l.name, ErrReleased, stale)
+			return &releasedStaleError{name: l.name, stale: stale}
 		}
-		{
-			l.markLost("the server refused its token as stale", stale)
-		}
+		l.markLost("the server refused its token as stale", stale)
 		return stale
 	}
 	return err

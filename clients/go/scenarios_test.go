@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -155,6 +156,35 @@ func TestC02Wait(t *testing.T) {
 			t.Fatal("the waiter's token is not newer")
 		}
 	})
+	// A wait longer than the ttl: the lease's deadline counts from the
+	// grant, not from when the waiting acquire was sent.
+	eachDriverAs(t, "longer-than-ttl", func(t *testing.T, driver string) {
+		db, a, name := open(t, driver, srv.db, ""), admin(t), lockName(t)
+		first := acquire(t, db, name, 10*time.Second)
+		go func() {
+			time.Sleep(3 * time.Second)
+			_ = first.Release(context.Background())
+		}()
+		ttl := 2 * time.Second
+		l, err := dlock.Acquire(ctx(t), db, name, ttl, dlock.WithWait(10*time.Second))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer l.Release(context.Background())
+		if err := l.Err(); err != nil {
+			t.Fatalf("the waiter's lease is lost when granted: %v", err)
+		}
+		if r := l.Remaining(); r <= ttl/2 || r > ttl {
+			t.Fatalf("remaining %v of a ttl of %v just after the grant", r, ttl)
+		}
+		time.Sleep(2 * ttl) // renewed meanwhile
+		if err := l.Err(); err != nil || !held(t, a, name, l.Token()) {
+			t.Fatalf("not renewed: %v", err)
+		}
+		if err := l.Release(ctx(t)); err != nil {
+			t.Fatal(err)
+		}
+	})
 }
 
 func TestC03Renewal(t *testing.T) {
@@ -178,6 +208,24 @@ func TestC03Renewal(t *testing.T) {
 		}
 		if held(t, a, name, l.Token()) {
 			t.Fatal("still held after the release")
+		}
+	})
+}
+
+// C03: the local deadline falls a margin (a tenth of the ttl, at most
+// 100 ms) before the server's expiry, so a late timer still reports the
+// loss before the server hands the lease on.
+func TestC03DeadlineMargin(t *testing.T) {
+	eachDriver(t, func(t *testing.T, driver string) {
+		db, name := open(t, driver, srv.db, ""), lockName(t)
+		ttl := 2 * time.Second
+		l := acquire(t, db, name, ttl)
+		if r := l.Remaining(); r > ttl-100*time.Millisecond || r <= 0 {
+			t.Fatalf("remaining %v just after the acquire, ttl %v: no safety margin", r, ttl)
+		}
+		time.Sleep(ttl) // renewed meanwhile: the margin holds there too
+		if r := l.Remaining(); r > ttl-100*time.Millisecond || r <= 0 {
+			t.Fatalf("remaining %v after renewals, ttl %v: no safety margin", r, ttl)
 		}
 	})
 }
@@ -296,6 +344,53 @@ func TestC05RenewalConnectionLost(t *testing.T) {
 	})
 }
 
+// C05: a server restart shorter than the ttl, with many idle connections
+// in the pool (all dead after the restart): the renewer tries the next one
+// at once, and the lease is not lost. It restarts the suite's own cluster
+// (PGDATA, pg_ctl on PATH: test/run's go suite sets both).
+func TestC05RenewalAcrossServerRestart(t *testing.T) {
+	pgdata := os.Getenv("PGDATA")
+	pgctl, err := exec.LookPath("pg_ctl")
+	if pgdata == "" || err != nil {
+		t.Skip("needs PGDATA and pg_ctl on PATH: the suite's own cluster, restarted")
+	}
+	eachDriver(t, func(t *testing.T, driver string) {
+		db, name := open(t, driver, srv.db, ""), lockName(t)
+		db.SetMaxIdleConns(20)
+		conns := make([]*sql.Conn, 15)
+		for i := range conns {
+			c, err := db.Conn(ctx(t))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := c.PingContext(ctx(t)); err != nil {
+				t.Fatal(err)
+			}
+			conns[i] = c
+		}
+		for _, c := range conns {
+			c.Close() // idle in the pool
+		}
+		ttl := 10 * time.Second
+		l := acquire(t, db, name, ttl)
+		out, err := exec.Command(pgctl, "restart", "-m", "fast", "-w", "-D", pgdata,
+			"-l", filepath.Join(srv.host, "server.log")).CombinedOutput()
+		if err != nil {
+			t.Fatalf("pg_ctl restart: %v\n%s", err, out)
+		}
+		time.Sleep(ttl + 2*time.Second)
+		if err := l.Err(); err != nil {
+			t.Fatalf("lost across a restart: %v", err)
+		}
+		if !held(t, admin(t), name, l.Token()) {
+			t.Fatal("the server does not hold the lease for its token")
+		}
+		if err := l.Release(ctx(t)); err != nil {
+			t.Fatal(err)
+		}
+	})
+}
+
 func fencedTable(t testing.TB, a *sql.DB, table, name string) {
 	t.Helper()
 	for _, q := range []string{
@@ -374,6 +469,38 @@ func TestC06StaleFence(t *testing.T) {
 	})
 }
 
+// C06: a fence refused as stale while this process's release is in flight
+// (the server released it, the answer has not come back): the error says
+// both released and stale (errors.Is either, IsStaleToken).
+func TestC06StaleFenceDuringRelease(t *testing.T) {
+	eachDriver(t, func(t *testing.T, driver string) {
+		p, a, name := newProxy(t, ""), admin(t), lockName(t)
+		db, direct := open(t, driver, srv.db, p.addr()), open(t, driver, srv.db, "")
+		l := acquire(t, db, name, 30*time.Second)
+		// The release commits (here: another holder of the token does it),
+		// and its answer never arrives.
+		if _, err := a.Exec("SELECT dlock_release($1, $2)", name, l.Token()); err != nil {
+			t.Fatal(err)
+		}
+		p.freeze()
+		released := make(chan error, 1)
+		go func() { released <- l.Release(context.Background()) }()
+		time.Sleep(500 * time.Millisecond)
+		tx, err := direct.BeginTx(ctx(t), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer tx.Rollback()
+		err = l.Fence(ctx(t), tx)
+		var st *dlock.StaleTokenError
+		if !errors.Is(err, dlock.ErrReleased) || !errors.Is(err, dlock.ErrStaleToken) ||
+			!dlock.IsStaleToken(err) || !errors.As(err, &st) || dlock.SQLState(err) != "LK001" {
+			t.Fatalf("fence during the release: %v", err)
+		}
+		<-released
+	})
+}
+
 func TestC07BoundedRelease(t *testing.T) {
 	for _, ttl := range []time.Duration{3 * time.Second, 30 * time.Second} {
 		ttl := ttl
@@ -405,7 +532,10 @@ func TestC07BoundedRelease(t *testing.T) {
 				l2 := acquire(t, open(t, driver, srv.db, ""), name+"/2", ttl)
 				c, cancel := context.WithCancel(context.Background())
 				cancel()
-				_ = l2.Release(c)
+				if err := l2.Release(c); !errors.Is(err, dlock.ErrNoAnswer) ||
+					!strings.Contains(err.Error(), "may have committed") {
+					t.Fatalf("release with a cancelled context: %v", err)
+				}
 			})
 		}
 	}
@@ -467,6 +597,41 @@ func TestC08Concurrency(t *testing.T) {
 			if err := l.Release(context.Background()); err != nil {
 				t.Fatalf("a later release: %v", err)
 			}
+		}
+	})
+}
+
+// C08: the WithOnLost callback calls Release while a Release (which found
+// the loss) is running: no deadlock, both return the loss.
+func TestC08ReleaseFromOnLost(t *testing.T) {
+	eachDriver(t, func(t *testing.T, driver string) {
+		db, a, name := open(t, driver, srv.db, ""), admin(t), lockName(t)
+		nested := make(chan error, 1)
+		// Not the acquire helper: its cleanup would release again.
+		l, err := dlock.Acquire(ctx(t), db, name, 30*time.Second, dlock.WithOnLost(func(lost *dlock.Lease) {
+			nested <- lost.Release(context.Background())
+		}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		// Another process that knows the token releases the lease: this
+		// Release is refused, and finds the loss.
+		var ok bool
+		if err := a.QueryRow("SELECT dlock_release($1, $2)", name, l.Token()).Scan(&ok); err != nil || !ok {
+			t.Fatalf("the admin's release: %v %v", ok, err)
+		}
+		done := make(chan error, 1)
+		go func() { done <- l.Release(context.Background()) }()
+		select {
+		case err := <-done:
+			if !errors.Is(err, dlock.ErrLost) {
+				t.Fatalf("release: %v", err)
+			}
+		case <-time.After(20 * time.Second):
+			t.Fatal("Release deadlocked with the on-lost callback's Release")
+		}
+		if err := <-nested; !errors.Is(err, dlock.ErrLost) {
+			t.Fatalf("the callback's release: %v", err)
 		}
 	})
 }
@@ -656,4 +821,67 @@ func TestC10LeaderElectionStoppedProcess(t *testing.T) {
 	if what, token := line(30 * time.Second); what != "elected" || token <= term.Token() {
 		t.Fatalf("the child: %q %d after the new leader stepped down", what, token)
 	}
+}
+
+// C10: a leader told to stop (RunLeader's ctx done) keeps its term until
+// OnStartedLeading has returned: a second candidate is not elected while
+// the first leader's callback is still winding down.
+func TestC10LeaderStopsBeforeRelease(t *testing.T) {
+	eachDriver(t, func(t *testing.T, driver string) {
+		name := lockName(t)
+		var mu sync.Mutex
+		var aReturned, bStarted time.Time
+		cfg := func(who string, started func()) dlock.LeaderConfig {
+			return dlock.LeaderConfig{
+				Name: name, Owner: who, TTL: 3 * time.Second, RetryPeriod: 50 * time.Millisecond,
+				Callbacks: dlock.LeaderCallbacks{OnStartedLeading: func(ctx context.Context, term *dlock.Lease) {
+					started()
+					<-ctx.Done()
+					if who == "a" {
+						time.Sleep(500 * time.Millisecond) // winding down
+						mu.Lock()
+						aReturned = time.Now()
+						mu.Unlock()
+					}
+				}},
+			}
+		}
+		aElected := make(chan struct{})
+		ca, stopA := context.WithCancel(context.Background())
+		doneA := make(chan error, 1)
+		dbA, dbB := open(t, driver, srv.db, ""), open(t, driver, srv.db, "")
+		go func() { doneA <- dlock.RunLeader(ca, dbA, cfg("a", func() { close(aElected) })) }()
+		select {
+		case <-aElected:
+		case <-time.After(30 * time.Second):
+			t.Fatal("a was never elected")
+		}
+		bElected := make(chan struct{})
+		cb, stopB := context.WithCancel(context.Background())
+		defer stopB()
+		doneB := make(chan error, 1)
+		go func() {
+			doneB <- dlock.RunLeader(cb, dbB, cfg("b", func() {
+				mu.Lock()
+				bStarted = time.Now()
+				mu.Unlock()
+				close(bElected)
+			}))
+		}()
+		time.Sleep(200 * time.Millisecond) // b campaigns
+		stopA()
+		select {
+		case <-bElected:
+		case <-time.After(30 * time.Second):
+			t.Fatal("b was never elected after a stopped")
+		}
+		<-doneA
+		mu.Lock()
+		defer mu.Unlock()
+		if aReturned.IsZero() || bStarted.Before(aReturned) {
+			t.Fatalf("b started leading %v before a's callback returned", aReturned.Sub(bStarted))
+		}
+		stopB()
+		<-doneB
+	})
 }
