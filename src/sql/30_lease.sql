@@ -779,6 +779,14 @@ BEGIN
 		END IF;
 		RAISE EXCEPTION 'busy' USING ERRCODE = 'DLKBY';
 	END IF;
+	-- A new name's INSERT waits for another transaction that inserted the
+	-- same name and has not ended (the unique index: a first acquire, or one
+	-- after dlock_cleanup).  wait => 0 bounds that by lock_timeout's least
+	-- step, 1 ms, whose 55P03 is busy; a waiting acquire is bounded by its
+	-- deadline already (dlock_sql_head).
+	IF nowait AND l.name IS NULL THEN
+		PERFORM pg_catalog.set_config('lock_timeout', '1', true);
+	END IF;
 	-- The history once, for the draw and the row (each reads the control file).
 	hist := @extschema@.dlock_sql_history();
 	t := @extschema@.dlock_sql_draw(coalesce(l.token, 0), nowait, hist);
