@@ -310,6 +310,8 @@ BEGIN
 	RETURN NULL;
 END
 $dlock$;
+-- A trigger function is not called through EXECUTE: nobody needs it.
+REVOKE ALL ON FUNCTION @extschema@.dlock_sql_durable_commit() FROM PUBLIC;
 COMMENT ON FUNCTION @extschema@.dlock_sql_durable_commit() IS
 	'internal: trigger function of dlock_sql_durable: at commit, make the transaction that wrote a token or an expiry commit synchronously';
 

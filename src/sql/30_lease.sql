@@ -11,7 +11,8 @@
 --      UPDATE: a hand-over, which so waits for every checker;
 --   3. the expiry row, FOR NO KEY UPDATE (an UPDATE): a renewal, a release,
 --      an owner's renewal; FOR UPDATE: a hand-over;
---   4. the jump row (20_token.sql), only while the counter jumps.
+--   4. the jump table (SHARE UPDATE EXCLUSIVE, 20_token.sql), only from a
+--      jump's read of the counter to its setval.
 -- A renewal or release touches only the expiry row, so it waits for no
 -- checker and no waiting acquirer (they lock the lease row, or wait for the
 -- queue row); a checker never waits for a renewal or a waiting acquirer
