@@ -295,9 +295,9 @@ COMMENT ON FUNCTION @extschema@.dlock_sql_durable() IS
 -- CommitTransaction: AfterTriggerFireDeferred, then RecordTransactionCommit),
 -- and sets it again: the C edition's pre-commit callback (src/token.c), in
 -- SQL.  Only SET CONSTRAINTS ALL IMMEDIATE (or naming these triggers)
--- before the acquire defeats it, since the trigger then fires at the end of
--- the statement; a rolled back (sub)transaction drops the event with the
--- rows.  SECURITY INVOKER, no SET clause: it runs as the role that commits,
+-- followed by a SET defeats it: before the acquire it makes the trigger
+-- fire at the end of the acquire's statement, after it it fires the trigger
+-- at once.  A rolled back (sub)transaction drops the event with the rows.  SECURITY INVOKER, no SET clause: it runs as the role that commits,
 -- and its SET LOCAL stays until the commit.
 CREATE FUNCTION @extschema@.dlock_sql_durable_commit()
 RETURNS trigger
