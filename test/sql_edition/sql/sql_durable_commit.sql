@@ -70,6 +70,14 @@ SET LOCAL synchronous_commit = off;
 SET CONSTRAINTS ALL DEFERRED;
 INSERT INTO commit_probe VALUES (6);
 COMMIT;
+-- After the acquire it fires dlock's trigger at once, with the same end.
+BEGIN;
+SELECT dlock_acquire('durable-e', '1 min') IS NOT NULL AS acquired;
+SET CONSTRAINTS ALL IMMEDIATE;
+SET LOCAL synchronous_commit = off;
+SET CONSTRAINTS ALL DEFERRED;
+INSERT INTO commit_probe VALUES (7);
+COMMIT;
 RESET synchronous_commit;
 RESET ROLE;
 DROP FUNCTION acquire_async(text);
