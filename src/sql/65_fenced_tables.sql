@@ -1,11 +1,13 @@
 -- Copyright (c) 2026, the dlock developers
 --
--- 65_fenced_tables.sql: the SQL edition's dlock_fenced_tables view and the
--- dlock_fence_ddl event trigger (issue 26): the C edition's objects of the
--- same names (dlock--1.1--1.2.sql, issue 24 items 7 and 11), copied
--- verbatim: they only read the catalogs, and '@extschema@.dlock_fence()'
--- names the PL/pgSQL trigger here.  test/sql_edition/fence/run checks that
--- the two texts stay the same.
+-- 65_fenced_tables.sql: the view dlock_fenced_tables and the function of
+-- the event trigger dlock_fence_ddl, one text for both editions (issue 24
+-- items 7 and 11, issue 26): the SQL edition's script has this file in its
+-- place, and make splices it into the C edition's update script
+-- (dlock--1.1--1.2.sql, at its "-- @include" line).  They only read the
+-- catalogs, and '@extschema@.dlock_fence()' names each edition's trigger
+-- function.  CREATE OR REPLACE VIEW keeps the columns of the C edition's
+-- 1.1 view and adds not_fencing at the end; GRANT SELECT repeats 1.1's.
 --
 -- A dlock_fence trigger fences its table only if it fires for every write
 -- of an ordinary session: enabled in origin mode or ALWAYS, BEFORE ... FOR
@@ -17,7 +19,7 @@
 -- table fences a write only if every partition under it does (a write
 -- through it fires the triggers of the partition that takes the row): its
 -- not_fencing names each partition that does not, at any depth.
-CREATE VIEW @extschema@.dlock_fenced_tables AS
+CREATE OR REPLACE VIEW @extschema@.dlock_fenced_tables AS
 	WITH RECURSIVE tokcol AS (
 		-- tgargs holds each argument followed by a zero byte: the token
 		-- column is the second.
@@ -349,23 +351,3 @@ END
 $dlock$;
 COMMENT ON FUNCTION @extschema@.dlock_fence_ddl() IS
 	'event trigger: a WARNING when CREATE TRIGGER, ALTER TABLE ... ENABLE [REPLICA | ALWAYS] | DISABLE TRIGGER, CREATE TABLE ... INHERITS, ALTER TABLE ... INHERIT or ALTER TABLE ... ATTACH PARTITION leaves a dlock_fence trigger that does not fence its table';
-
--- CREATE EVENT TRIGGER needs a superuser: the script run by a superuser
--- creates it; run by an ordinary admin role (the psql form, pg_tle, or the
--- trusted extension, whose dlock_sql.control says superuser = false, so that
--- its script runs as the role that creates it) it goes without, and DDL
--- that leaves a dlock_fence trigger that does not fence gets no WARNING (the
--- view, and the trigger's own refusals when it fires, remain):
--- docs/editions.md.
-DO $dlock$
-BEGIN
-	CREATE EVENT TRIGGER dlock_fence_ddl ON ddl_command_end
-		WHEN TAG IN ('CREATE TRIGGER', 'ALTER TABLE', 'CREATE TABLE')
-		EXECUTE FUNCTION @extschema@.dlock_fence_ddl();
-	COMMENT ON EVENT TRIGGER dlock_fence_ddl IS
-		'dlock: warns when DDL leaves a dlock_fence trigger that does not fence its table (see the view dlock_fenced_tables)';
-EXCEPTION WHEN insufficient_privilege THEN
-	RAISE NOTICE 'event trigger dlock_fence_ddl was not created: only a superuser can create event triggers'
-		USING DETAIL = 'DDL that leaves a dlock_fence trigger that does not fence gets no WARNING; the view dlock_fenced_tables still lists it.';
-END
-$dlock$;
