@@ -18,6 +18,12 @@
 --
 -- Each change below names the issue and item it belongs to.
 
+-- issue 26: at most one dlock per database, checked first, before any
+-- object of 1.2 can collide with the other dlock's (its event trigger
+-- dlock_fence_ddl, say): src/sql/00_guard.sql, the SQL edition's own text.
+-- It only reads catalogs, after a lock that serialises installs.
+-- @include src/sql/00_guard.sql
+
 -- issue 24 items 7 and 11: dlock_fenced_tables tells which triggers fence;
 -- an event trigger warns about DDL that leaves a fence that does not fire;
 -- token columns that cannot hold every bigint are named.
@@ -317,9 +323,7 @@ COMMENT ON TRIGGER dlock_lock_key_truncate ON @extschema@.dlock_lock_key IS
 -- dlock_edition(), when the SQL edition is there, as an extension
 -- (dlock_sql, pg_tle's included) or as a script (a dlock_edition() function
 -- in any schema that is not this extension's).  The check is the SQL
--- edition's, src/sql/00_guard.sql.  It only reads catalogs, after a lock
--- that serialises installs.
--- @include src/sql/00_guard.sql
+-- edition's, src/sql/00_guard.sql, included at the top of this script.
 CREATE FUNCTION @extschema@.dlock_edition()
 RETURNS pg_catalog.text
 LANGUAGE sql IMMUTABLE PARALLEL SAFE
