@@ -30,16 +30,18 @@ sub dlock_edition
 	return $e;
 }
 
-# install_dlock(node, db, psql options...): dlock_edition()'s dlock in
-# schema public of db: CREATE EXTENSION dlock, or the SQL edition's psql
-# script (dist/dlock_sql--V.psql, made by make sql-edition), as
-# test/lib/install_dlock.sh installs them.
+# install_dlock(node, db[, schema]): dlock_edition()'s dlock in schema
+# (default public, made if missing) of db: CREATE EXTENSION dlock, or the
+# SQL edition's psql script (dist/dlock_sql--V.psql, made by make
+# sql-edition), as test/lib/install_dlock.sh installs them.
 sub install_dlock
 {
-	my ($node, $db, @opts) = @_;
+	my ($node, $db, $schema) = @_;
 	if (dlock_edition() eq 'c')
 	{
-		$node->safe_psql($db, 'CREATE EXTENSION dlock', @opts);
+		$node->safe_psql($db, defined $schema
+			? qq{CREATE SCHEMA IF NOT EXISTS "$schema"; CREATE EXTENSION dlock SCHEMA "$schema"}
+			: 'CREATE EXTENSION dlock');
 		return;
 	}
 	my $top = Cwd::abs_path(File::Basename::dirname(__FILE__) . '/../..');
@@ -48,7 +50,7 @@ sub install_dlock
 	close $fh;
 	my $script = "$top/dist/dlock_sql--$version.psql";
 	die "DlockTest: $script is missing (make sql-edition)" unless -r $script;
-	$node->safe_psql($db, "\\set schema public\n\\o /dev/null\n\\i $script\n", @opts);
+	$node->safe_psql($db, "\\set schema " . ($schema // 'public') . "\n\\o /dev/null\n\\i $script\n");
 }
 
 1;
