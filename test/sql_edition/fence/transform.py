@@ -242,6 +242,9 @@ EVENT_TRIGGER = """DO $et$ BEGIN
     CREATE EVENT TRIGGER dlock_fence_ddl ON ddl_command_end
       WHEN TAG IN ('CREATE TRIGGER', 'ALTER TABLE', 'CREATE TABLE')
       EXECUTE FUNCTION public.dlock_fence_ddl();
+    -- As src/sql/65_fenced_tables.sql comments it.
+    COMMENT ON EVENT TRIGGER dlock_fence_ddl IS
+      'dlock: warns when DDL leaves a dlock_fence trigger that does not fence its table (see the view dlock_fenced_tables)';
   END IF;
 END $et$;
 """

@@ -90,8 +90,6 @@ FAILS = {
         "dlock_edition() says c in the C edition": "it says sql (docs/editions.md: dlock_edition())",
         "dlock_import is SECURITY DEFINER": ("the import is a SECURITY INVOKER wrapper around a definer "
                                              "(docs/editions.md, dlock_export(), dlock_import())"),
-        "event trigger dlock_fence_ddl has a comment": ("bug: the event trigger the runner makes (as a superuser's "
-                                                        "install would, src/sql/65_fenced_tables.sql) gets no comment"),
         "each dlock function has exactly one signature": _NO_EXT + " (the assertion finds the functions by the extension's schema)",
     },
     "02_privileges": {
