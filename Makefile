@@ -98,7 +98,8 @@ SHARED_PG ?= $(abspath $(TOP)/../shared/pg)
 PG_DIR ?= $(TOP)/tmp_pg
 LONG_SUITES = fence_stress pgbouncer million 003_crash_stream \
 	dlock_run python_client example_worker ha go node \
-	dlock_run_sql python_client_sql example_worker_sql sql_tokens go_sql node_sql
+	dlock_run_sql python_client_sql example_worker_sql sql_tokens go_sql node_sql \
+	fence_stress_sql tap_sql
 
 ifneq ($(filter $(DRIVER_GOALS),$(MAKECMDGOALS)),)
 

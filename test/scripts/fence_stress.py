@@ -77,6 +77,7 @@ import os
 import random
 import shutil
 import signal
+import subprocess
 import sys
 import tempfile
 import time
@@ -134,7 +135,7 @@ NO_TOKEN = {
 NEWER = "The lock has since been acquired with a newer token."
 
 
-SCHEMA = "CREATE EXTENSION dlock;\n" + ledger_schema() + f"""
+SCHEMA = ledger_schema() + f"""
 -- The other shapes change acct; acct_log records each changed row with the
 -- writer's token (stress.writer, set by the client in its transaction).
 CREATE TABLE acct (
@@ -742,6 +743,16 @@ def verify(logdir, rows, logrows, started, elapsed, run_problems):
 
 # ---------------------------------------------------------------------------
 
+def install_dlock():
+    """DLOCK_EDITION's dlock in DB (test/lib/install_dlock.sh: CREATE
+    EXTENSION dlock, or the SQL edition's psql script)."""
+    lib = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib", "install_dlock.sh")
+    r = subprocess.run(["bash", "-c", '. "$0" && install_dlock "$1"', lib, DB],
+                       capture_output=True, text=True)
+    if r.returncode != 0:
+        raise psycopg.Error("install_dlock failed: " + (r.stderr or r.stdout))
+
+
 def main():
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(124))
     t0 = time.monotonic()
@@ -754,6 +765,7 @@ def main():
                 conn.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)")
                              .format(sql.Identifier(DB)))
                 conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(DB)))
+            install_dlock()
             with psycopg.connect(dbname=DB, autocommit=True) as conn:
                 conn.execute(SCHEMA)
                 global MERGE

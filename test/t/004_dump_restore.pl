@@ -52,7 +52,8 @@ sub max_of
 $src->safe_psql('postgres', 'CREATE DATABASE app');
 
 # dlock lives in its own schema: the dump must carry that over too.
-sql($src, 'app', 'CREATE SCHEMA locks; CREATE EXTENSION dlock SCHEMA locks');
+# DLOCK_EDITION's dlock (test/run's edition switch).
+install_dlock($src, 'app', 'locks');
 
 my @handed;    # every token the source handed out
 

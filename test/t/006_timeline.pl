@@ -27,6 +27,9 @@ use warnings;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
+use FindBin;
+use lib "$FindBin::Bin/../lib";
+use DlockTest;
 
 
 my $primary = PostgreSQL::Test::Cluster->new('primary');
@@ -75,7 +78,8 @@ sub jump_timeline
 }
 
 my $clock_before = clock_usecs($primary);
-sql($primary, 'CREATE EXTENSION dlock');
+# DLOCK_EDITION's dlock (test/run's edition switch).
+install_dlock($primary, 'postgres');
 for my $i (1 .. 5)
 {
 	my $t = sql($primary, "SELECT dlock_acquire('churn', '1 hour')");

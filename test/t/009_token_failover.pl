@@ -22,6 +22,9 @@ use Cwd;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
+use FindBin;
+use lib "$FindBin::Bin/../lib";
+use DlockTest;
 
 sub max_of
 {
@@ -35,7 +38,8 @@ sub fill_source
 {
 	my ($node, $db) = @_;
 	my @t;
-	$node->safe_psql($db, 'CREATE EXTENSION dlock');
+	# DLOCK_EDITION's dlock (test/run's edition switch).
+	install_dlock($node, $db);
 	for my $i (1 .. 5)
 	{
 		my $t = $node->safe_psql($db, "SELECT dlock_acquire('src/$i', '1 hour')");

@@ -30,7 +30,9 @@ import os
 import re
 import sys
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+# The differences: this directory's, or DLOCK_SQL_DIFFERENCES's (another
+# runner's, test/sql_edition/same).
+sys.path.insert(0, os.environ.get("DLOCK_SQL_DIFFERENCES") or os.path.dirname(os.path.abspath(__file__)))
 import differences  # noqa: E402
 
 INCLUDE_ECHO = "\\set ECHO none"
@@ -92,6 +94,10 @@ def skip_blocks(name, sql_lines, exp_lines):
         j = sql_lines.index(last, i)
         k = exp_lines.index(first)
         e = exp_lines.index(last, k)
+        # Blank lines after the block go with it: pg_regress's output of
+        # the last statement ends with one too.
+        while j + 1 < len(sql_lines) - 1 and sql_lines[j + 1] == "":
+            j += 1
         if j + 1 >= len(sql_lines) - 1:
             m = len(exp_lines) - 1  # to the end, but for the final newline
         else:
@@ -107,14 +113,24 @@ def regress(src_sql, src_exp, out_sql, out_exp):
     with open(src_exp) as f:
         exp_lines = rewrite(f.read().split("\n"), True)
     skip_blocks(name, sql_lines, exp_lines)
+    text = "\n".join(sql_lines)
     exp = "\n".join(exp_lines)
+    # REWRITE: the same replacement in the test and in its expected output
+    # (pg_regress echoes the input), where the C edition's test reads a C
+    # edition table that the SQL edition has in another shape.
+    for old, new in getattr(differences, "REWRITE", {}).get(name, []):
+        if text.count(old) != 1:
+            sys.exit("differences.py: %s: a rewrite's text is found %d times, not once:\n%s"
+                     % (name, text.count(old), old))
+        text = text.replace(old, new)
+        exp = exp.replace(old, new)
     for old, new in differences.expected(name, int(os.environ.get("DLOCK_PG_MAJOR", "99"))):
         if exp.count(old) != 1:
             sys.exit("differences.py: %s: a rule's text is found %d times, not once:\n%s"
                      % (name, exp.count(old), old))
         exp = exp.replace(old, new)
     with open(out_sql, "w") as f:
-        f.write("\n".join(sql_lines))
+        f.write(text)
     with open(out_exp, "w") as f:
         f.write(exp)
 
@@ -221,6 +237,9 @@ EVENT_TRIGGER = """DO $et$ BEGIN
     CREATE EVENT TRIGGER dlock_fence_ddl ON ddl_command_end
       WHEN TAG IN ('CREATE TRIGGER', 'ALTER TABLE', 'CREATE TABLE')
       EXECUTE FUNCTION public.dlock_fence_ddl();
+    -- As src/sql/65_fenced_tables.sql comments it.
+    COMMENT ON EVENT TRIGGER dlock_fence_ddl IS
+      'dlock: warns when DDL leaves a dlock_fence trigger that does not fence its table (see the view dlock_fenced_tables)';
   END IF;
 END $et$;
 """
@@ -232,15 +251,29 @@ if __name__ == "__main__":
         isolation(*sys.argv[2:4])
     elif sys.argv[1] == "isolation-expected":
         with open(sys.argv[2]) as f:
-            text = f.read()
+            text = differences.isolation_expected(f.read())
+        # ISOLATION_EXPECTED: per spec, (C edition's text, SQL edition's
+        # text) replacements, each found exactly once.
+        name = os.path.basename(sys.argv[2])[:-len(".out")]
+        for old, new in getattr(differences, "ISOLATION_EXPECTED", {}).get(name, []):
+            if text.count(old) != 1:
+                sys.exit("differences.py: %s: a rule's text is found %d times, not once:\n%s"
+                         % (name, text.count(old), old))
+            text = text.replace(old, new)
         with open(sys.argv[3], "w") as f:
-            f.write(differences.isolation_expected(text))
+            f.write(text)
     elif sys.argv[1] == "installer":
         sys.stdout.write(installer(*sys.argv[2:4]))
     elif sys.argv[1] == "event-trigger":
         sys.stdout.write(EVENT_TRIGGER)
     elif sys.argv[1] == "drop":
         sys.stdout.write(DROP)
+    elif sys.argv[1] == "not-run":
+        # Exit 0 and print the reason if the test is not run (NOT_RUN).
+        reason = getattr(differences, "NOT_RUN", {}).get(sys.argv[2])
+        if reason is None:
+            sys.exit(1)
+        print(reason)
     elif sys.argv[1] == "copies":
         sys.exit(0 if copies(*sys.argv[2:4]) else 1)
     else:
