@@ -1,0 +1,256 @@
+-- Copyright (c) 2026, the dlock developers
+--
+-- 70_stats.sql: operators' views of the SQL edition (issue 27 items 1 and
+-- 3; /work docs: docs/editions.md, "Counters and waiters").
+--
+-- Counters (item 1).  Every counted call already writes the name's row of
+-- dlock_expiry: a hand-over (dlock_sql_write_new), a renewal and an
+-- owner's renewal (dlock_sql_extend), a release.  The counters are columns
+-- of that row, set by that same INSERT or UPDATE: no other row, no other
+-- WAL record.  A busy answer writes nothing, and a refusal (LK001) or an
+-- acquire that waited in vain ends without a write that commits: busy,
+-- fence_refusals and wait_timeouts are NULL in this edition (the C edition
+-- counts them in shared memory), and waits, wait_time and wait_time_max
+-- count only the waits that ended with a new token.
+--
+-- A reset writes none of those rows (it would wait for every renewal in
+-- progress and hold back the next ones): it records the counters as they
+-- are, per name, in dlock_sql_stats_base, and the views subtract them.  The
+-- longest wait is not a sum: the row keeps when it was recorded
+-- (wait_max_at), and a maximum older than the name's reset counts as 0.
+-- dlock_cleanup and a reset of one name add what they take out of the
+-- per-name counters to the one row of dlock_stats_retired, so that the
+-- totals never go down except by a reset of everything.
+
+ALTER TABLE @extschema@.dlock_expiry
+	ADD COLUMN acquisitions pg_catalog.int8 NOT NULL DEFAULT 0,
+	ADD COLUMN owner_renewals pg_catalog.int8 NOT NULL DEFAULT 0,
+	ADD COLUMN renewals pg_catalog.int8 NOT NULL DEFAULT 0,
+	ADD COLUMN releases pg_catalog.int8 NOT NULL DEFAULT 0,
+	ADD COLUMN takeovers pg_catalog.int8 NOT NULL DEFAULT 0,
+	ADD COLUMN lost pg_catalog.int8 NOT NULL DEFAULT 0,
+	ADD COLUMN waits pg_catalog.int8 NOT NULL DEFAULT 0,
+	ADD COLUMN wait_us pg_catalog.int8 NOT NULL DEFAULT 0,
+	ADD COLUMN wait_max_us pg_catalog.int8 NOT NULL DEFAULT 0,
+	ADD COLUMN wait_max_at pg_catalog.timestamptz,
+	ADD COLUMN stats_since pg_catalog.timestamptz NOT NULL DEFAULT pg_catalog.clock_timestamp();
+COMMENT ON COLUMN @extschema@.dlock_expiry.acquisitions IS 'new tokens issued for the name since stats_since';
+COMMENT ON COLUMN @extschema@.dlock_expiry.owner_renewals IS 'acquires by the holder''s owner that kept the token';
+COMMENT ON COLUMN @extschema@.dlock_expiry.renewals IS 'successful dlock_renew calls';
+COMMENT ON COLUMN @extschema@.dlock_expiry.releases IS 'dlock_release calls that released the lease';
+COMMENT ON COLUMN @extschema@.dlock_expiry.takeovers IS 'acquisitions of a lease that had expired without a release';
+COMMENT ON COLUMN @extschema@.dlock_expiry.lost IS 'leases that expired without a release, counted at the takeover';
+COMMENT ON COLUMN @extschema@.dlock_expiry.waits IS 'acquisitions that waited before they got their token';
+COMMENT ON COLUMN @extschema@.dlock_expiry.wait_us IS 'total wait of those acquisitions, in microseconds';
+COMMENT ON COLUMN @extschema@.dlock_expiry.wait_max_us IS 'the longest of those waits, in microseconds';
+COMMENT ON COLUMN @extschema@.dlock_expiry.wait_max_at IS 'when the longest wait ended (a maximum older than the name''s reset counts as 0)';
+COMMENT ON COLUMN @extschema@.dlock_expiry.stats_since IS 'when this row was created: the counters start from 0 then';
+
+-- The counters of a name as they were at its last reset (dlock_stats_reset).
+-- stats_since ties a baseline to the row it was taken of: a row made anew
+-- (dlock_cleanup, then an acquire) is not measured against an old one.
+CREATE TABLE @extschema@.dlock_sql_stats_base (
+	name		pg_catalog.text COLLATE pg_catalog."C" NOT NULL,
+	stats_since	pg_catalog.timestamptz NOT NULL,
+	acquisitions pg_catalog.int8 NOT NULL,
+	owner_renewals pg_catalog.int8 NOT NULL,
+	renewals	pg_catalog.int8 NOT NULL,
+	releases	pg_catalog.int8 NOT NULL,
+	takeovers	pg_catalog.int8 NOT NULL,
+	lost		pg_catalog.int8 NOT NULL,
+	waits		pg_catalog.int8 NOT NULL,
+	wait_us		pg_catalog.int8 NOT NULL,
+	stats_reset	pg_catalog.timestamptz NOT NULL,
+	CONSTRAINT dlock_sql_stats_base_pkey PRIMARY KEY (name)
+);
+REVOKE ALL ON TABLE @extschema@.dlock_sql_stats_base FROM PUBLIC;
+COMMENT ON TABLE @extschema@.dlock_sql_stats_base IS
+	'dlock counters (SQL edition): the counters of dlock_expiry at the last dlock_stats_reset of each name, which dlock_stats subtracts';
+COMMENT ON COLUMN @extschema@.dlock_sql_stats_base.name IS 'the lock name';
+COMMENT ON COLUMN @extschema@.dlock_sql_stats_base.stats_since IS 'stats_since of the dlock_expiry row the baseline was taken of';
+COMMENT ON COLUMN @extschema@.dlock_sql_stats_base.acquisitions IS 'acquisitions at the reset';
+COMMENT ON COLUMN @extschema@.dlock_sql_stats_base.owner_renewals IS 'owner_renewals at the reset';
+COMMENT ON COLUMN @extschema@.dlock_sql_stats_base.renewals IS 'renewals at the reset';
+COMMENT ON COLUMN @extschema@.dlock_sql_stats_base.releases IS 'releases at the reset';
+COMMENT ON COLUMN @extschema@.dlock_sql_stats_base.takeovers IS 'takeovers at the reset';
+COMMENT ON COLUMN @extschema@.dlock_sql_stats_base.lost IS 'lost at the reset';
+COMMENT ON COLUMN @extschema@.dlock_sql_stats_base.waits IS 'waits at the reset';
+COMMENT ON COLUMN @extschema@.dlock_sql_stats_base.wait_us IS 'wait_us at the reset';
+COMMENT ON COLUMN @extschema@.dlock_sql_stats_base.stats_reset IS 'when the name''s counters were reset';
+
+-- What the counters of deleted rows (dlock_cleanup) and of names reset one
+-- at a time added up to: one row, part of dlock_stats_total.
+CREATE TABLE @extschema@.dlock_stats_retired (
+	one			pg_catalog.bool NOT NULL DEFAULT true,
+	acquisitions pg_catalog.int8 NOT NULL DEFAULT 0,
+	owner_renewals pg_catalog.int8 NOT NULL DEFAULT 0,
+	renewals	pg_catalog.int8 NOT NULL DEFAULT 0,
+	releases	pg_catalog.int8 NOT NULL DEFAULT 0,
+	takeovers	pg_catalog.int8 NOT NULL DEFAULT 0,
+	lost		pg_catalog.int8 NOT NULL DEFAULT 0,
+	waits		pg_catalog.int8 NOT NULL DEFAULT 0,
+	wait_us		pg_catalog.int8 NOT NULL DEFAULT 0,
+	wait_max_us	pg_catalog.int8 NOT NULL DEFAULT 0,
+	stats_reset	pg_catalog.timestamptz,
+	CONSTRAINT dlock_stats_retired_pkey PRIMARY KEY (one),
+	CONSTRAINT dlock_stats_retired_one CHECK (one)
+);
+INSERT INTO @extschema@.dlock_stats_retired DEFAULT VALUES;
+REVOKE ALL ON TABLE @extschema@.dlock_stats_retired FROM PUBLIC;
+COMMENT ON TABLE @extschema@.dlock_stats_retired IS
+	'dlock counters (SQL edition), one row: the counters of lease rows dlock_cleanup deleted and of names reset one at a time, so that dlock_stats_total never goes down but by a reset of everything';
+COMMENT ON COLUMN @extschema@.dlock_stats_retired.one IS 'always true: the table has one row';
+COMMENT ON COLUMN @extschema@.dlock_stats_retired.acquisitions IS 'acquisitions of retired counters';
+COMMENT ON COLUMN @extschema@.dlock_stats_retired.owner_renewals IS 'owner_renewals of retired counters';
+COMMENT ON COLUMN @extschema@.dlock_stats_retired.renewals IS 'renewals of retired counters';
+COMMENT ON COLUMN @extschema@.dlock_stats_retired.releases IS 'releases of retired counters';
+COMMENT ON COLUMN @extschema@.dlock_stats_retired.takeovers IS 'takeovers of retired counters';
+COMMENT ON COLUMN @extschema@.dlock_stats_retired.lost IS 'lost of retired counters, and the leases dlock_cleanup deleted that had expired without a release';
+COMMENT ON COLUMN @extschema@.dlock_stats_retired.waits IS 'waits of retired counters';
+COMMENT ON COLUMN @extschema@.dlock_stats_retired.wait_us IS 'total wait of retired counters, in microseconds';
+COMMENT ON COLUMN @extschema@.dlock_stats_retired.wait_max_us IS 'the longest wait of retired counters, in microseconds';
+COMMENT ON COLUMN @extschema@.dlock_stats_retired.stats_reset IS 'when every counter was last reset; NULL if never';
+
+SELECT @extschema@.dlock_sql_config_dump('@extschema@.dlock_sql_stats_base', '');
+SELECT @extschema@.dlock_sql_config_dump('@extschema@.dlock_stats_retired', '');
+
+CREATE VIEW @extschema@.dlock_stats AS
+	SELECT e.name,
+		   e.acquisitions OPERATOR(pg_catalog.-) coalesce(b.acquisitions, 0) AS acquisitions,
+		   e.owner_renewals OPERATOR(pg_catalog.-) coalesce(b.owner_renewals, 0) AS owner_renewals,
+		   e.renewals OPERATOR(pg_catalog.-) coalesce(b.renewals, 0) AS renewals,
+		   e.releases OPERATOR(pg_catalog.-) coalesce(b.releases, 0) AS releases,
+		   e.takeovers OPERATOR(pg_catalog.-) coalesce(b.takeovers, 0) AS takeovers,
+		   e.lost OPERATOR(pg_catalog.-) coalesce(b.lost, 0) AS lost,
+		   NULL::pg_catalog.int8 AS busy,
+		   e.waits OPERATOR(pg_catalog.-) coalesce(b.waits, 0) AS waits,
+		   (e.wait_us OPERATOR(pg_catalog.-) coalesce(b.wait_us, 0))::pg_catalog.float8
+			   OPERATOR(pg_catalog./) 1000000 AS wait_time,
+		   CASE WHEN b.stats_reset IS NULL OR e.wait_max_at OPERATOR(pg_catalog.>) b.stats_reset
+				THEN e.wait_max_us::pg_catalog.float8 OPERATOR(pg_catalog./) 1000000
+				ELSE 0::pg_catalog.float8 END AS wait_time_max,
+		   NULL::pg_catalog.int8 AS wait_timeouts,
+		   NULL::pg_catalog.int8 AS fence_refusals,
+		   b.stats_reset
+	  FROM @extschema@.dlock_expiry AS e
+	  LEFT JOIN @extschema@.dlock_sql_stats_base AS b
+		ON b.name OPERATOR(pg_catalog.=) e.name AND b.stats_since OPERATOR(pg_catalog.=) e.stats_since;
+COMMENT ON VIEW @extschema@.dlock_stats IS
+	'dlock counters per lock name, one row per lease row (dlock_cleanup deletes rows; dlock_stats_total keeps their counters)';
+COMMENT ON COLUMN @extschema@.dlock_stats.name IS 'the lock name';
+COMMENT ON COLUMN @extschema@.dlock_stats.acquisitions IS 'new tokens issued';
+COMMENT ON COLUMN @extschema@.dlock_stats.owner_renewals IS 'acquires by the holder''s owner that kept the token';
+COMMENT ON COLUMN @extschema@.dlock_stats.renewals IS 'successful dlock_renew calls';
+COMMENT ON COLUMN @extschema@.dlock_stats.releases IS 'dlock_release calls that released the lease';
+COMMENT ON COLUMN @extschema@.dlock_stats.takeovers IS 'acquisitions of a lease that had expired without a release';
+COMMENT ON COLUMN @extschema@.dlock_stats.lost IS 'leases that expired without a release, counted when seen (at the takeover, or when dlock_cleanup deletes the row)';
+COMMENT ON COLUMN @extschema@.dlock_stats.busy IS 'acquires that returned NULL; NULL: not counted (SQL edition: a busy answer writes nothing)';
+COMMENT ON COLUMN @extschema@.dlock_stats.waits IS 'acquires that waited (SQL edition: only those that got a new token)';
+COMMENT ON COLUMN @extschema@.dlock_stats.wait_time IS 'total time of those waits, in seconds';
+COMMENT ON COLUMN @extschema@.dlock_stats.wait_time_max IS 'the longest of those waits, in seconds';
+COMMENT ON COLUMN @extschema@.dlock_stats.wait_timeouts IS 'waits that ended without the lease; NULL: not counted (SQL edition)';
+COMMENT ON COLUMN @extschema@.dlock_stats.fence_refusals IS 'LK001 errors of dlock_assert and the fence; NULL: not counted (SQL edition: the error rolls back any count)';
+COMMENT ON COLUMN @extschema@.dlock_stats.stats_reset IS 'when the counters of the name were last reset; NULL if never (they count from the first acquisition of the name, or of the name since dlock_cleanup deleted it)';
+GRANT SELECT ON @extschema@.dlock_stats TO PUBLIC;
+
+CREATE VIEW @extschema@.dlock_stats_total AS
+	SELECT (coalesce(pg_catalog.sum(s.acquisitions), 0) OPERATOR(pg_catalog.+) r.acquisitions)::pg_catalog.int8 AS acquisitions,
+		   (coalesce(pg_catalog.sum(s.owner_renewals), 0) OPERATOR(pg_catalog.+) r.owner_renewals)::pg_catalog.int8 AS owner_renewals,
+		   (coalesce(pg_catalog.sum(s.renewals), 0) OPERATOR(pg_catalog.+) r.renewals)::pg_catalog.int8 AS renewals,
+		   (coalesce(pg_catalog.sum(s.releases), 0) OPERATOR(pg_catalog.+) r.releases)::pg_catalog.int8 AS releases,
+		   (coalesce(pg_catalog.sum(s.takeovers), 0) OPERATOR(pg_catalog.+) r.takeovers)::pg_catalog.int8 AS takeovers,
+		   (coalesce(pg_catalog.sum(s.lost), 0) OPERATOR(pg_catalog.+) r.lost)::pg_catalog.int8 AS lost,
+		   NULL::pg_catalog.int8 AS busy,
+		   (coalesce(pg_catalog.sum(s.waits), 0) OPERATOR(pg_catalog.+) r.waits)::pg_catalog.int8 AS waits,
+		   coalesce(pg_catalog.sum(s.wait_time), 0) OPERATOR(pg_catalog.+)
+			   r.wait_us::pg_catalog.float8 OPERATOR(pg_catalog./) 1000000 AS wait_time,
+		   GREATEST(pg_catalog.max(s.wait_time_max),
+					r.wait_max_us::pg_catalog.float8 OPERATOR(pg_catalog./) 1000000) AS wait_time_max,
+		   NULL::pg_catalog.int8 AS wait_timeouts,
+		   NULL::pg_catalog.int8 AS fence_refusals,
+		   r.stats_reset
+	  FROM @extschema@.dlock_stats_retired AS r
+	  LEFT JOIN @extschema@.dlock_stats AS s ON true
+	 GROUP BY r.one;
+COMMENT ON VIEW @extschema@.dlock_stats_total IS
+	'dlock counters summed over every lock name, those of rows dlock_cleanup deleted included: they go down only by dlock_stats_reset()';
+COMMENT ON COLUMN @extschema@.dlock_stats_total.acquisitions IS 'new tokens issued';
+COMMENT ON COLUMN @extschema@.dlock_stats_total.owner_renewals IS 'acquires by the holder''s owner that kept the token';
+COMMENT ON COLUMN @extschema@.dlock_stats_total.renewals IS 'successful dlock_renew calls';
+COMMENT ON COLUMN @extschema@.dlock_stats_total.releases IS 'dlock_release calls that released the lease';
+COMMENT ON COLUMN @extschema@.dlock_stats_total.takeovers IS 'acquisitions of a lease that had expired without a release';
+COMMENT ON COLUMN @extschema@.dlock_stats_total.lost IS 'leases that expired without a release, counted when seen (at the takeover, or when dlock_cleanup deletes the row)';
+COMMENT ON COLUMN @extschema@.dlock_stats_total.busy IS 'acquires that returned NULL; NULL: not counted (SQL edition: a busy answer writes nothing)';
+COMMENT ON COLUMN @extschema@.dlock_stats_total.waits IS 'acquires that waited (SQL edition: only those that got a new token)';
+COMMENT ON COLUMN @extschema@.dlock_stats_total.wait_time IS 'total time of those waits, in seconds';
+COMMENT ON COLUMN @extschema@.dlock_stats_total.wait_time_max IS 'the longest of those waits, in seconds';
+COMMENT ON COLUMN @extschema@.dlock_stats_total.wait_timeouts IS 'waits that ended without the lease; NULL: not counted (SQL edition)';
+COMMENT ON COLUMN @extschema@.dlock_stats_total.fence_refusals IS 'LK001 errors of dlock_assert and the fence; NULL: not counted (SQL edition: the error rolls back any count)';
+COMMENT ON COLUMN @extschema@.dlock_stats_total.stats_reset IS 'when every counter was last reset by dlock_stats_reset(); NULL if never';
+GRANT SELECT ON @extschema@.dlock_stats_total TO PUBLIC;
+
+-- Reset the counters of one name (its counters go to dlock_stats_retired:
+-- the totals stay) or, with NULL, of every name and the totals.  Writes no
+-- lease row: it waits for nothing but another reset or a cleanup.
+CREATE FUNCTION @extschema@.dlock_stats_reset(name pg_catalog.text DEFAULT NULL)
+RETURNS void
+LANGUAGE plpgsql VOLATILE CALLED ON NULL INPUT PARALLEL UNSAFE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $dlock$
+DECLARE
+	now pg_catalog.timestamptz := pg_catalog.clock_timestamp();
+BEGIN
+	IF $1 IS NOT NULL AND pg_catalog.octet_length($1) NOT BETWEEN 1 AND 255 THEN
+		PERFORM @extschema@.dlock_sql_check_name($1);
+	END IF;
+	PERFORM @extschema@.dlock_sql_writable('dlock_stats_reset()');
+	-- One reset or cleanup at a time, each on the latest committed counters.
+	PERFORM FROM @extschema@.dlock_stats_retired FOR UPDATE;
+	IF $1 IS NULL THEN
+		UPDATE @extschema@.dlock_stats_retired AS r
+		   SET acquisitions = 0, owner_renewals = 0, renewals = 0, releases = 0, takeovers = 0,
+			   lost = 0, waits = 0, wait_us = 0, wait_max_us = 0, stats_reset = now;
+	ELSE
+		UPDATE @extschema@.dlock_stats_retired AS r
+		   SET acquisitions = r.acquisitions + s.acquisitions,
+			   owner_renewals = r.owner_renewals + s.owner_renewals,
+			   renewals = r.renewals + s.renewals, releases = r.releases + s.releases,
+			   takeovers = r.takeovers + s.takeovers, lost = r.lost + s.lost,
+			   waits = r.waits + s.waits,
+			   wait_us = r.wait_us + pg_catalog.round(s.wait_time * 1000000)::pg_catalog.int8,
+			   wait_max_us = GREATEST(r.wait_max_us, pg_catalog.round(s.wait_time_max * 1000000)::pg_catalog.int8)
+		  FROM @extschema@.dlock_stats AS s
+		 WHERE s.name = $1;
+	END IF;
+	INSERT INTO @extschema@.dlock_sql_stats_base AS b
+		SELECT e.name, e.stats_since, e.acquisitions, e.owner_renewals, e.renewals, e.releases,
+			   e.takeovers, e.lost, e.waits, e.wait_us, now
+		  FROM @extschema@.dlock_expiry AS e
+		 WHERE $1 IS NULL OR e.name = $1
+	ON CONFLICT ON CONSTRAINT dlock_sql_stats_base_pkey DO UPDATE
+		   SET stats_since = EXCLUDED.stats_since, acquisitions = EXCLUDED.acquisitions,
+			   owner_renewals = EXCLUDED.owner_renewals, renewals = EXCLUDED.renewals,
+			   releases = EXCLUDED.releases, takeovers = EXCLUDED.takeovers, lost = EXCLUDED.lost,
+			   waits = EXCLUDED.waits, wait_us = EXCLUDED.wait_us, stats_reset = EXCLUDED.stats_reset;
+	IF $1 IS NULL THEN
+		-- Baselines of rows that no longer exist.
+		DELETE FROM @extschema@.dlock_sql_stats_base AS b WHERE b.stats_reset <> now;
+	END IF;
+END
+$dlock$;
+REVOKE ALL ON FUNCTION @extschema@.dlock_stats_reset(pg_catalog.text) FROM PUBLIC;
+COMMENT ON FUNCTION @extschema@.dlock_stats_reset(pg_catalog.text) IS
+	'reset the dlock counters of name (its counts stay in dlock_stats_total) or, with NULL, of every name and the totals';
+
+-- When the counters of the row of name made at since were last reset, or
+-- NULL (dlock_sql_write_new: a longest wait older than that is replaced).
+CREATE FUNCTION @extschema@.dlock_sql_stats_reset_at(name pg_catalog.text, since pg_catalog.timestamptz)
+RETURNS pg_catalog.timestamptz
+LANGUAGE sql STABLE PARALLEL SAFE
+AS $dlock$
+SELECT b.stats_reset FROM @extschema@.dlock_sql_stats_base AS b
+ WHERE b.name OPERATOR(pg_catalog.=) $1 AND b.stats_since OPERATOR(pg_catalog.=) $2
+$dlock$;
+REVOKE ALL ON FUNCTION @extschema@.dlock_sql_stats_reset_at(pg_catalog.text, pg_catalog.timestamptz) FROM PUBLIC;
+COMMENT ON FUNCTION @extschema@.dlock_sql_stats_reset_at(pg_catalog.text, pg_catalog.timestamptz) IS
+	'internal: when the counters of the dlock_expiry row of name created at since were last reset; NULL if never';
