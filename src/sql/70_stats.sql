@@ -254,3 +254,132 @@ $dlock$;
 REVOKE ALL ON FUNCTION @extschema@.dlock_sql_stats_reset_at(pg_catalog.text, pg_catalog.timestamptz) FROM PUBLIC;
 COMMENT ON FUNCTION @extschema@.dlock_sql_stats_reset_at(pg_catalog.text, pg_catalog.timestamptz) IS
 	'internal: when the counters of the dlock_expiry row of name created at since were last reset; NULL if never';
+
+-- Waiters and pinners (item 3).  The SQL edition's waiting and its check
+-- protection are row locks, which PostgreSQL records in the row (xmax: one
+-- locker's transaction ID, or a MultiXact of several), not in pg_locks.
+-- dlock_waiters reads them so:
+--   - the head of a name's queue holds FOR UPDATE on its dlock_sql_queue
+--     row: the row's xmax is its (sub)transaction; it waits while the lease
+--     is held or while it is blocked (a pinner);
+--   - the others wait for that row in the lock manager: the first in line
+--     holds the row's tuple lock and waits for the head's transaction, the
+--     rest wait for the tuple lock (pg_locks, locktype tuple, in waitstart
+--     order);
+--   - a pinner holds FOR SHARE on the dlock_lease row of a lease that is no
+--     longer held: the row's xmax, a live transaction that is not the one
+--     that changes the lease (a hand-over or a cleanup locks the
+--     dlock_expiry row too), or the live FOR SHARE members of its MultiXact.
+-- A transaction is live when it holds the lock on its own ID (pg_locks,
+-- transactionid, ExclusiveLock).  A row's xmax does not say whether it is a
+-- MultiXact; it is taken as one only when it is not a live transaction and
+-- is below the next MultiXact ID (mxid_age > 0).
+
+-- The members of MultiXact x, or none where x is not one.
+CREATE FUNCTION @extschema@.dlock_sql_multi_members(x pg_catalog.xid)
+RETURNS TABLE (xid pg_catalog.xid, mode pg_catalog.text)
+LANGUAGE plpgsql VOLATILE PARALLEL SAFE
+AS $dlock$
+BEGIN
+	IF pg_catalog.mxid_age(x) > 0 THEN
+		RETURN QUERY SELECT m.xid, m.mode FROM pg_catalog.pg_get_multixact_members(x) AS m;
+	END IF;
+EXCEPTION
+	WHEN OTHERS THEN
+		-- Not a MultiXact (out of range): a plain transaction ID.
+		RETURN;
+END
+$dlock$;
+COMMENT ON FUNCTION @extschema@.dlock_sql_multi_members(pg_catalog.xid) IS
+	'internal (dlock_waiters): the members of the MultiXact x, none if x is not one';
+
+CREATE VIEW @extschema@.dlock_waiters AS
+	WITH lk AS MATERIALIZED (
+		SELECT l.locktype, l.database, l.relation, l.page, l.tuple, l.transactionid,
+			   l.pid, l.mode, l.granted, l.waitstart
+		  FROM pg_catalog.pg_locks AS l
+	), live AS MATERIALIZED (
+		SELECT l.transactionid AS xid, l.pid FROM lk AS l
+		 WHERE l.locktype OPERATOR(pg_catalog.=) 'transactionid' AND l.mode OPERATOR(pg_catalog.=) 'ExclusiveLock'
+		   AND l.granted AND l.pid IS NOT NULL
+	), lease AS MATERIALIZED (
+		SELECT l.name, l.xmax AS lx, e.xmax AS ex, e.expires_at,
+			   (e.released_at IS NULL AND e.expires_at OPERATOR(pg_catalog.>) pg_catalog.clock_timestamp()) AS held
+		  FROM @extschema@.dlock_lease AS l
+		  JOIN @extschema@.dlock_expiry AS e ON e.name OPERATOR(pg_catalog.=) l.name
+	), queued AS (
+		-- The head: the locker of the queue row, while it waits.
+		SELECT q.name, h.pid, 0 AS rank, NULL::pg_catalog.timestamptz AS waitstart
+		  FROM @extschema@.dlock_sql_queue AS q
+		 CROSS JOIN LATERAL (
+			SELECT v.pid FROM live AS v WHERE v.xid OPERATOR(pg_catalog.=) q.xmax
+			UNION
+			SELECT v.pid FROM @extschema@.dlock_sql_multi_members(q.xmax) AS m
+			  JOIN live AS v ON v.xid OPERATOR(pg_catalog.=) m.xid
+			 WHERE m.mode OPERATOR(pg_catalog.=) 'upd'
+			   AND NOT EXISTS (SELECT FROM live AS v2 WHERE v2.xid OPERATOR(pg_catalog.=) q.xmax)) AS h
+		 WHERE q.xmax::pg_catalog.text OPERATOR(pg_catalog.<>) '0'
+		   AND (EXISTS (SELECT FROM live AS v WHERE v.xid OPERATOR(pg_catalog.=) q.xmax)
+				OR pg_catalog.mxid_age(q.xmax) OPERATOR(pg_catalog.>) 0)
+		   AND (EXISTS (SELECT FROM lease AS s WHERE s.name OPERATOR(pg_catalog.=) q.name AND s.held)
+				OR EXISTS (SELECT FROM lk AS b WHERE b.pid OPERATOR(pg_catalog.=) h.pid AND NOT b.granted))
+		UNION ALL
+		-- The others: the tuple lock of the queue row, held by the next in
+		-- line, waited for by the rest.
+		SELECT q.name, t.pid, CASE WHEN t.granted THEN 1 ELSE 2 END,
+			   CASE WHEN NOT t.granted THEN t.waitstart END
+		  FROM lk AS t
+		  JOIN @extschema@.dlock_sql_queue AS q
+			ON q.ctid OPERATOR(pg_catalog.=) pg_catalog.format('(%s,%s)', t.page, t.tuple)::pg_catalog.tid
+		 WHERE t.locktype OPERATOR(pg_catalog.=) 'tuple'
+		   AND t.database OPERATOR(pg_catalog.=) (SELECT d.oid FROM pg_catalog.pg_database AS d
+												   WHERE d.datname OPERATOR(pg_catalog.=) pg_catalog.current_database())
+		   AND t.relation OPERATOR(pg_catalog.=) '@extschema@.dlock_sql_queue'::pg_catalog.regclass
+	), pinned AS (
+		SELECT s.name, p.pid
+		  FROM lease AS s
+		 CROSS JOIN LATERAL (
+			SELECT v.pid FROM live AS v
+			 WHERE v.xid OPERATOR(pg_catalog.=) s.lx AND s.lx OPERATOR(pg_catalog.<>) s.ex
+			UNION
+			SELECT v.pid FROM @extschema@.dlock_sql_multi_members(s.lx) AS m
+			  JOIN live AS v ON v.xid OPERATOR(pg_catalog.=) m.xid
+			 WHERE m.mode OPERATOR(pg_catalog.=) 'sh'
+			   AND NOT EXISTS (SELECT FROM live AS v2 WHERE v2.xid OPERATOR(pg_catalog.=) s.lx)) AS p
+		 WHERE NOT s.held AND s.lx::pg_catalog.text OPERATOR(pg_catalog.<>) '0'
+		   AND (EXISTS (SELECT FROM live AS v WHERE v.xid OPERATOR(pg_catalog.=) s.lx)
+				OR pg_catalog.mxid_age(s.lx) OPERATOR(pg_catalog.>) 0)
+	), w AS (
+		SELECT x.name, 'waiting'::pg_catalog.text AS kind, x.pid, x.waitstart,
+			   pg_catalog.row_number() OVER (PARTITION BY x.name ORDER BY x.rank, x.waitstart, x.pid)::pg_catalog.int4 AS position
+		  FROM queued AS x
+		UNION ALL
+		SELECT y.name, 'pinning', y.pid, NULL, NULL FROM pinned AS y
+	)
+	SELECT w.name,
+		   w.kind,
+		   CASE WHEN v.visible THEN w.pid END AS pid,
+		   CASE WHEN v.visible THEN a.usename END AS role,
+		   CASE WHEN w.kind OPERATOR(pg_catalog.=) 'pinning' THEN a.xact_start
+				ELSE coalesce(w.waitstart, a.query_start) END AS since,
+		   w.position,
+		   NULL::pg_catalog.timestamptz AS deadline,
+		   CASE WHEN v.visible THEN a.state END AS state,
+		   s.expires_at AS lease_expires_at
+	  FROM w
+	  LEFT JOIN lease AS s ON s.name OPERATOR(pg_catalog.=) w.name
+	  LEFT JOIN pg_catalog.pg_stat_activity AS a ON a.pid OPERATOR(pg_catalog.=) w.pid
+	 CROSS JOIN LATERAL (SELECT coalesce(pg_catalog.pg_has_role(a.usesysid, 'USAGE')
+										 OR pg_catalog.pg_has_role('pg_read_all_stats', 'USAGE'), false) AS visible) AS v;
+COMMENT ON VIEW @extschema@.dlock_waiters IS
+	'acquires waiting for a lease (kind waiting) and transactions whose check protection holds back the hand-over of a lease that is no longer held (kind pinning); SQL edition: read from the row locks (docs/editions.md)';
+COMMENT ON COLUMN @extschema@.dlock_waiters.name IS 'the lock name';
+COMMENT ON COLUMN @extschema@.dlock_waiters.kind IS 'waiting: an acquire waiting for the lease; pinning: a transaction holding the check protection of a lease that is no longer held';
+COMMENT ON COLUMN @extschema@.dlock_waiters.pid IS 'the backend; NULL unless the current role may see its activity (a member of its role, or of pg_read_all_stats)';
+COMMENT ON COLUMN @extschema@.dlock_waiters.role IS 'the role of the backend (pg_stat_activity.usename), NULL as pid';
+COMMENT ON COLUMN @extschema@.dlock_waiters.since IS 'waiting: when the wait began (pg_locks.waitstart; for the first two in line, the start of the waiting statement); pinning: the start of the pinning transaction';
+COMMENT ON COLUMN @extschema@.dlock_waiters.position IS 'place in the queue of the name, 1 the head (the lock manager''s order: pg_locks.waitstart); NULL for pinning';
+COMMENT ON COLUMN @extschema@.dlock_waiters.deadline IS 'when the wait ends at the latest; NULL: not known (SQL edition)';
+COMMENT ON COLUMN @extschema@.dlock_waiters.state IS 'pg_stat_activity.state of the backend, NULL as pid';
+COMMENT ON COLUMN @extschema@.dlock_waiters.lease_expires_at IS 'when the lease expires or expired';
+GRANT SELECT ON @extschema@.dlock_waiters TO PUBLIC;
