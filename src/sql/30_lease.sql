@@ -846,8 +846,7 @@ BEGIN
 	END IF;
 	PERFORM @extschema@.dlock_sql_writable('dlock_cleanup()');
 	PERFORM @extschema@.dlock_sql_no_prepare();
-	PERFORM FROM @extschema@.dlock_stats_retired FOR UPDATE SKIP LOCKED;
-	IF NOT FOUND THEN
+	IF NOT @extschema@.dlock_sql_retire_lock() THEN
 		RETURN 0;
 	END IF;
 	WITH idle AS (

@@ -79,7 +79,9 @@ COMMENT ON COLUMN @extschema@.dlock_sql_stats_base.wait_us IS 'wait_us at the re
 COMMENT ON COLUMN @extschema@.dlock_sql_stats_base.stats_reset IS 'when the name''s counters were reset';
 
 -- What the counters of deleted rows (dlock_cleanup) and of names reset one
--- at a time added up to: one row, part of dlock_stats_total.
+-- at a time added up to: at most one row, part of dlock_stats_total, made
+-- by the first cleanup or reset (a row made by the script would collide,
+-- at a restore, with the dumped one).
 CREATE TABLE @extschema@.dlock_stats_retired (
 	one			pg_catalog.bool NOT NULL DEFAULT true,
 	acquisitions pg_catalog.int8 NOT NULL DEFAULT 0,
@@ -95,10 +97,9 @@ CREATE TABLE @extschema@.dlock_stats_retired (
 	CONSTRAINT dlock_stats_retired_pkey PRIMARY KEY (one),
 	CONSTRAINT dlock_stats_retired_one CHECK (one)
 );
-INSERT INTO @extschema@.dlock_stats_retired DEFAULT VALUES;
 REVOKE ALL ON TABLE @extschema@.dlock_stats_retired FROM PUBLIC;
 COMMENT ON TABLE @extschema@.dlock_stats_retired IS
-	'dlock counters (SQL edition), one row: the counters of lease rows dlock_cleanup deleted and of names reset one at a time, so that dlock_stats_total never goes down but by a reset of everything';
+	'dlock counters (SQL edition), at most one row, made by the first cleanup or reset: the counters of lease rows dlock_cleanup deleted and of names reset one at a time, so that dlock_stats_total never goes down but by a reset of everything';
 COMMENT ON COLUMN @extschema@.dlock_stats_retired.one IS 'always true: the table has one row';
 COMMENT ON COLUMN @extschema@.dlock_stats_retired.acquisitions IS 'acquisitions of retired counters';
 COMMENT ON COLUMN @extschema@.dlock_stats_retired.owner_renewals IS 'owner_renewals of retired counters';
@@ -136,57 +137,67 @@ CREATE VIEW @extschema@.dlock_stats AS
 	  LEFT JOIN @extschema@.dlock_sql_stats_base AS b
 		ON b.name OPERATOR(pg_catalog.=) e.name AND b.stats_since OPERATOR(pg_catalog.=) e.stats_since;
 COMMENT ON VIEW @extschema@.dlock_stats IS
-	'dlock counters per lock name, one row per lease row (dlock_cleanup deletes rows; dlock_stats_total keeps their counters)';
+	'counters per lock name, one row per lease row, since the row was made or its last reset; busy, wait_timeouts and fence_refusals are NULL in the SQL edition (docs/editions.md)';
 COMMENT ON COLUMN @extschema@.dlock_stats.name IS 'the lock name';
-COMMENT ON COLUMN @extschema@.dlock_stats.acquisitions IS 'new tokens issued';
+COMMENT ON COLUMN @extschema@.dlock_stats.acquisitions IS 'acquires that issued a new token';
 COMMENT ON COLUMN @extschema@.dlock_stats.owner_renewals IS 'acquires by the holder''s owner that kept the token';
-COMMENT ON COLUMN @extschema@.dlock_stats.renewals IS 'successful dlock_renew calls';
-COMMENT ON COLUMN @extschema@.dlock_stats.releases IS 'dlock_release calls that released the lease';
+COMMENT ON COLUMN @extschema@.dlock_stats.renewals IS 'dlock_renew calls that returned true';
+COMMENT ON COLUMN @extschema@.dlock_stats.releases IS 'dlock_release calls that returned true';
 COMMENT ON COLUMN @extschema@.dlock_stats.takeovers IS 'acquisitions of a lease that had expired without a release';
-COMMENT ON COLUMN @extschema@.dlock_stats.lost IS 'leases that expired without a release, counted when seen (at the takeover, or when dlock_cleanup deletes the row)';
-COMMENT ON COLUMN @extschema@.dlock_stats.busy IS 'acquires that returned NULL; NULL: not counted (SQL edition: a busy answer writes nothing)';
-COMMENT ON COLUMN @extschema@.dlock_stats.waits IS 'acquires that waited (SQL edition: only those that got a new token)';
-COMMENT ON COLUMN @extschema@.dlock_stats.wait_time IS 'total time of those waits, in seconds';
+COMMENT ON COLUMN @extschema@.dlock_stats.lost IS 'leases that expired without a release, counted when seen: at the takeover or at dlock_cleanup';
+COMMENT ON COLUMN @extschema@.dlock_stats.busy IS 'acquires that returned NULL; NULL in the SQL edition, whose busy answers write nothing';
+COMMENT ON COLUMN @extschema@.dlock_stats.waits IS 'acquires that waited and got the lease (SQL edition: those that did not are not counted)';
+COMMENT ON COLUMN @extschema@.dlock_stats.wait_time IS 'total seconds those acquires waited';
 COMMENT ON COLUMN @extschema@.dlock_stats.wait_time_max IS 'the longest of those waits, in seconds';
-COMMENT ON COLUMN @extschema@.dlock_stats.wait_timeouts IS 'waits that ended without the lease; NULL: not counted (SQL edition)';
-COMMENT ON COLUMN @extschema@.dlock_stats.fence_refusals IS 'LK001 errors of dlock_assert and the fence; NULL: not counted (SQL edition: the error rolls back any count)';
-COMMENT ON COLUMN @extschema@.dlock_stats.stats_reset IS 'when the counters of the name were last reset; NULL if never (they count from the first acquisition of the name, or of the name since dlock_cleanup deleted it)';
+COMMENT ON COLUMN @extschema@.dlock_stats.wait_timeouts IS 'acquires that waited and returned NULL; NULL in the SQL edition';
+COMMENT ON COLUMN @extschema@.dlock_stats.fence_refusals IS 'LK001 errors raised by dlock_assert and dlock_fence; NULL in the SQL edition';
+COMMENT ON COLUMN @extschema@.dlock_stats.stats_reset IS 'when the name''s counters were last reset; NULL if never';
 GRANT SELECT ON @extschema@.dlock_stats TO PUBLIC;
 
 CREATE VIEW @extschema@.dlock_stats_total AS
-	SELECT (coalesce(pg_catalog.sum(s.acquisitions), 0) OPERATOR(pg_catalog.+) r.acquisitions)::pg_catalog.int8 AS acquisitions,
-		   (coalesce(pg_catalog.sum(s.owner_renewals), 0) OPERATOR(pg_catalog.+) r.owner_renewals)::pg_catalog.int8 AS owner_renewals,
-		   (coalesce(pg_catalog.sum(s.renewals), 0) OPERATOR(pg_catalog.+) r.renewals)::pg_catalog.int8 AS renewals,
-		   (coalesce(pg_catalog.sum(s.releases), 0) OPERATOR(pg_catalog.+) r.releases)::pg_catalog.int8 AS releases,
-		   (coalesce(pg_catalog.sum(s.takeovers), 0) OPERATOR(pg_catalog.+) r.takeovers)::pg_catalog.int8 AS takeovers,
-		   (coalesce(pg_catalog.sum(s.lost), 0) OPERATOR(pg_catalog.+) r.lost)::pg_catalog.int8 AS lost,
+	WITH l AS (
+		SELECT coalesce(pg_catalog.sum(s.acquisitions), 0)::pg_catalog.int8 AS acquisitions,
+			   coalesce(pg_catalog.sum(s.owner_renewals), 0)::pg_catalog.int8 AS owner_renewals,
+			   coalesce(pg_catalog.sum(s.renewals), 0)::pg_catalog.int8 AS renewals,
+			   coalesce(pg_catalog.sum(s.releases), 0)::pg_catalog.int8 AS releases,
+			   coalesce(pg_catalog.sum(s.takeovers), 0)::pg_catalog.int8 AS takeovers,
+			   coalesce(pg_catalog.sum(s.lost), 0)::pg_catalog.int8 AS lost,
+			   coalesce(pg_catalog.sum(s.waits), 0)::pg_catalog.int8 AS waits,
+			   coalesce(pg_catalog.sum(s.wait_time), 0) AS wait_time,
+			   coalesce(pg_catalog.max(s.wait_time_max), 0) AS wait_time_max
+		  FROM @extschema@.dlock_stats AS s)
+	SELECT l.acquisitions OPERATOR(pg_catalog.+) coalesce(r.acquisitions, 0) AS acquisitions,
+		   l.owner_renewals OPERATOR(pg_catalog.+) coalesce(r.owner_renewals, 0) AS owner_renewals,
+		   l.renewals OPERATOR(pg_catalog.+) coalesce(r.renewals, 0) AS renewals,
+		   l.releases OPERATOR(pg_catalog.+) coalesce(r.releases, 0) AS releases,
+		   l.takeovers OPERATOR(pg_catalog.+) coalesce(r.takeovers, 0) AS takeovers,
+		   l.lost OPERATOR(pg_catalog.+) coalesce(r.lost, 0) AS lost,
 		   NULL::pg_catalog.int8 AS busy,
-		   (coalesce(pg_catalog.sum(s.waits), 0) OPERATOR(pg_catalog.+) r.waits)::pg_catalog.int8 AS waits,
-		   coalesce(pg_catalog.sum(s.wait_time), 0) OPERATOR(pg_catalog.+)
-			   r.wait_us::pg_catalog.float8 OPERATOR(pg_catalog./) 1000000 AS wait_time,
-		   GREATEST(pg_catalog.max(s.wait_time_max),
-					r.wait_max_us::pg_catalog.float8 OPERATOR(pg_catalog./) 1000000) AS wait_time_max,
+		   l.waits OPERATOR(pg_catalog.+) coalesce(r.waits, 0) AS waits,
+		   l.wait_time OPERATOR(pg_catalog.+)
+			   coalesce(r.wait_us, 0)::pg_catalog.float8 OPERATOR(pg_catalog./) 1000000 AS wait_time,
+		   GREATEST(l.wait_time_max,
+					coalesce(r.wait_max_us, 0)::pg_catalog.float8 OPERATOR(pg_catalog./) 1000000) AS wait_time_max,
 		   NULL::pg_catalog.int8 AS wait_timeouts,
 		   NULL::pg_catalog.int8 AS fence_refusals,
 		   r.stats_reset
-	  FROM @extschema@.dlock_stats_retired AS r
-	  LEFT JOIN @extschema@.dlock_stats AS s ON true
-	 GROUP BY r.one;
+	  FROM l
+	  LEFT JOIN @extschema@.dlock_stats_retired AS r ON true;
 COMMENT ON VIEW @extschema@.dlock_stats_total IS
-	'dlock counters summed over every lock name, those of rows dlock_cleanup deleted included: they go down only by dlock_stats_reset()';
-COMMENT ON COLUMN @extschema@.dlock_stats_total.acquisitions IS 'new tokens issued';
+	'the counters of dlock_stats summed over every lease row and the rows dlock_cleanup deleted (dlock_stats_retired): they never go down but by dlock_stats_reset()';
+COMMENT ON COLUMN @extschema@.dlock_stats_total.acquisitions IS 'acquires that issued a new token';
 COMMENT ON COLUMN @extschema@.dlock_stats_total.owner_renewals IS 'acquires by the holder''s owner that kept the token';
-COMMENT ON COLUMN @extschema@.dlock_stats_total.renewals IS 'successful dlock_renew calls';
-COMMENT ON COLUMN @extschema@.dlock_stats_total.releases IS 'dlock_release calls that released the lease';
+COMMENT ON COLUMN @extschema@.dlock_stats_total.renewals IS 'dlock_renew calls that returned true';
+COMMENT ON COLUMN @extschema@.dlock_stats_total.releases IS 'dlock_release calls that returned true';
 COMMENT ON COLUMN @extschema@.dlock_stats_total.takeovers IS 'acquisitions of a lease that had expired without a release';
-COMMENT ON COLUMN @extschema@.dlock_stats_total.lost IS 'leases that expired without a release, counted when seen (at the takeover, or when dlock_cleanup deletes the row)';
-COMMENT ON COLUMN @extschema@.dlock_stats_total.busy IS 'acquires that returned NULL; NULL: not counted (SQL edition: a busy answer writes nothing)';
-COMMENT ON COLUMN @extschema@.dlock_stats_total.waits IS 'acquires that waited (SQL edition: only those that got a new token)';
-COMMENT ON COLUMN @extschema@.dlock_stats_total.wait_time IS 'total time of those waits, in seconds';
+COMMENT ON COLUMN @extschema@.dlock_stats_total.lost IS 'leases that expired without a release, counted when seen: at the takeover or at dlock_cleanup';
+COMMENT ON COLUMN @extschema@.dlock_stats_total.busy IS 'acquires that returned NULL; NULL in the SQL edition, whose busy answers write nothing';
+COMMENT ON COLUMN @extschema@.dlock_stats_total.waits IS 'acquires that waited and got the lease (SQL edition: those that did not are not counted)';
+COMMENT ON COLUMN @extschema@.dlock_stats_total.wait_time IS 'total seconds those acquires waited';
 COMMENT ON COLUMN @extschema@.dlock_stats_total.wait_time_max IS 'the longest of those waits, in seconds';
-COMMENT ON COLUMN @extschema@.dlock_stats_total.wait_timeouts IS 'waits that ended without the lease; NULL: not counted (SQL edition)';
-COMMENT ON COLUMN @extschema@.dlock_stats_total.fence_refusals IS 'LK001 errors of dlock_assert and the fence; NULL: not counted (SQL edition: the error rolls back any count)';
-COMMENT ON COLUMN @extschema@.dlock_stats_total.stats_reset IS 'when every counter was last reset by dlock_stats_reset(); NULL if never';
+COMMENT ON COLUMN @extschema@.dlock_stats_total.wait_timeouts IS 'acquires that waited and returned NULL; NULL in the SQL edition';
+COMMENT ON COLUMN @extschema@.dlock_stats_total.fence_refusals IS 'LK001 errors raised by dlock_assert and dlock_fence; NULL in the SQL edition';
+COMMENT ON COLUMN @extschema@.dlock_stats_total.stats_reset IS 'when all counters were last reset (dlock_stats_reset()); NULL if never';
 GRANT SELECT ON @extschema@.dlock_stats_total TO PUBLIC;
 
 -- Reset the counters of one name (its counters go to dlock_stats_retired:
@@ -205,6 +216,7 @@ BEGIN
 	END IF;
 	PERFORM @extschema@.dlock_sql_writable('dlock_stats_reset()');
 	-- One reset or cleanup at a time, each on the latest committed counters.
+	INSERT INTO @extschema@.dlock_stats_retired DEFAULT VALUES ON CONFLICT DO NOTHING;
 	PERFORM FROM @extschema@.dlock_stats_retired FOR UPDATE;
 	IF $1 IS NULL THEN
 		UPDATE @extschema@.dlock_stats_retired AS r
@@ -240,7 +252,7 @@ END
 $dlock$;
 REVOKE ALL ON FUNCTION @extschema@.dlock_stats_reset(pg_catalog.text) FROM PUBLIC;
 COMMENT ON FUNCTION @extschema@.dlock_stats_reset(pg_catalog.text) IS
-	'reset the dlock counters of name (its counts stay in dlock_stats_total) or, with NULL, of every name and the totals';
+	'zero the counters of one lock name (they move to the totals), or with NULL of every name, the totals and the shared-memory counters of this database; the extension owner, superusers and roles granted EXECUTE only';
 
 -- When the counters of the row of name made at since were last reset, or
 -- NULL (dlock_sql_write_new: a longest wait older than that is replaced).
@@ -383,3 +395,38 @@ COMMENT ON COLUMN @extschema@.dlock_waiters.deadline IS 'when the wait ends at t
 COMMENT ON COLUMN @extschema@.dlock_waiters.state IS 'pg_stat_activity.state of the backend, NULL as pid';
 COMMENT ON COLUMN @extschema@.dlock_waiters.lease_expires_at IS 'when the lease expires or expired';
 GRANT SELECT ON @extschema@.dlock_waiters TO PUBLIC;
+
+-- The retired counters' row, locked for this cleanup: false if another
+-- cleanup or reset holds it (dlock_cleanup then deletes nothing).  Only
+-- the very first cleanup of a database may wait, for another first one.
+CREATE FUNCTION @extschema@.dlock_sql_retire_lock()
+RETURNS pg_catalog.bool
+LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
+AS $dlock$
+BEGIN
+	PERFORM FROM @extschema@.dlock_stats_retired FOR UPDATE SKIP LOCKED;
+	IF NOT FOUND AND NOT EXISTS (SELECT FROM @extschema@.dlock_stats_retired) THEN
+		INSERT INTO @extschema@.dlock_stats_retired DEFAULT VALUES ON CONFLICT DO NOTHING;
+		PERFORM FROM @extschema@.dlock_stats_retired FOR UPDATE SKIP LOCKED;
+	END IF;
+	RETURN FOUND;
+END
+$dlock$;
+REVOKE ALL ON FUNCTION @extschema@.dlock_sql_retire_lock() FROM PUBLIC;
+COMMENT ON FUNCTION @extschema@.dlock_sql_retire_lock() IS
+	'internal (dlock_cleanup): lock the row of dlock_stats_retired without waiting, made if missing; false if another cleanup or reset holds it';
+
+-- The installing role may pass cleanup and reset on: where it does not own
+-- the functions (a trusted extension's belong to the bootstrap superuser),
+-- it gets EXECUTE with the grant option; where it owns them, nothing changes.
+DO $dlock$
+DECLARE
+	installer pg_catalog.name := coalesce(nullif(pg_catalog.current_setting('role'), 'none'),
+										  session_user)::pg_catalog.name;
+BEGIN
+	EXECUTE pg_catalog.format('GRANT EXECUTE ON FUNCTION %s, %s TO %I WITH GRANT OPTION',
+							  '@extschema@.dlock_cleanup(pg_catalog.interval, pg_catalog.int4)'::pg_catalog.regprocedure,
+							  '@extschema@.dlock_stats_reset(pg_catalog.text)'::pg_catalog.regprocedure,
+							  installer);
+END
+$dlock$;

@@ -3,9 +3,9 @@
 -- The SQL edition's counters (issue 27 item 1) and cleanup by the
 -- application (item 8): dlock_stats, dlock_stats_total, dlock_stats_reset,
 -- dlock_cleanup granted to a role.  Run by test/sql_edition/run.sh as a
--- superuser; dlock_owner installed the edition.  The waits are counted in
--- specs/sql_stats_waits.spec.  Totals are compared before and after (the
--- other tests of the run count too); tokens and times are never printed.
+-- superuser; dlock_owner installed the edition.  Totals are compared
+-- before and after (the other tests of the run count too); tokens and
+-- times are never printed.
 \set SHOW_CONTEXT never
 SET search_path = dlock, public;
 CREATE FUNCTION public.stats_of(lock text)
@@ -51,6 +51,15 @@ SELECT dlock_acquire('st2', '100 ms') IS NOT NULL AS acquired;
 SELECT pg_sleep(0.2);
 SELECT dlock_acquire('st2', '1 min') AS t3 \gset
 SELECT * FROM stats_of('st2');
+-- Waits: counted by the acquire that waited and got the lease, with its
+-- time; an acquire that waited in vain is not counted (SQL edition).
+SELECT dlock_acquire('sw', '600 ms') IS NOT NULL AS acquired;
+SET ROLE bob;
+SELECT dlock_acquire('sw', '1 min', wait => '10 s') AS t5 \gset
+SELECT dlock_acquire('sw', '1 min', wait => '100 ms') IS NULL AS waited_in_vain;
+SELECT s.acquisitions, s.takeovers, s.lost, s.waits, s.wait_time BETWEEN 0.1 AND 10 AS wait_time,
+	   s.wait_time_max = s.wait_time AS max_is_it
+  FROM dlock_stats s WHERE s.name = 'sw';
 -- Every role sees every name's counters.
 SET ROLE bob;
 SELECT count(*) AS rows_seen FROM dlock_stats WHERE name IN ('st1', 'st2');
@@ -65,6 +74,19 @@ SELECT dlock_stats_reset('st1');
 SELECT * FROM stats_of('st1');
 SELECT * FROM totals_since(1);
 SELECT * FROM stats_of('st2');
+-- The longest wait after a reset is the longest since, even if shorter.
+SELECT wait_time_max AS max_before FROM dlock_stats WHERE name = 'sw' \gset
+SELECT dlock_stats_reset('sw');
+SELECT waits, wait_time, wait_time_max FROM dlock_stats WHERE name = 'sw';
+SET ROLE bob;
+SELECT dlock_release('sw', :t5) AS released;
+SELECT dlock_acquire('sw', '100 ms') IS NOT NULL AS acquired;
+SET ROLE alice;
+SELECT dlock_acquire('sw', '1 min', wait => '10 s') AS t6 \gset
+SELECT waits, wait_time_max = wait_time AS max_is_it, wait_time_max < :max_before AS shorter
+  FROM dlock_stats WHERE name = 'sw';
+SELECT dlock_release('sw', :t6) AS released;
+RESET ROLE;
 -- Counting goes on after the reset.
 SET ROLE alice;
 SELECT dlock_renew('st1', :t2, '1 min') AS renewed;
