@@ -100,7 +100,7 @@ CREATE TABLE @extschema@.dlock_stats_retired (
 REVOKE ALL ON TABLE @extschema@.dlock_stats_retired FROM PUBLIC;
 COMMENT ON TABLE @extschema@.dlock_stats_retired IS
 	'dlock counters (SQL edition), at most one row, made by the first cleanup or reset: the counters of lease rows dlock_cleanup deleted and of names reset one at a time, so that dlock_stats_total never goes down but by a reset of everything';
-COMMENT ON COLUMN @extschema@.dlock_stats_retired.one IS 'always true: the table has one row';
+COMMENT ON COLUMN @extschema@.dlock_stats_retired.one IS 'always true: the table has at most one row';
 COMMENT ON COLUMN @extschema@.dlock_stats_retired.acquisitions IS 'acquisitions of retired counters';
 COMMENT ON COLUMN @extschema@.dlock_stats_retired.owner_renewals IS 'owner_renewals of retired counters';
 COMMENT ON COLUMN @extschema@.dlock_stats_retired.renewals IS 'renewals of retired counters';
@@ -111,6 +111,20 @@ COMMENT ON COLUMN @extschema@.dlock_stats_retired.waits IS 'waits of retired cou
 COMMENT ON COLUMN @extschema@.dlock_stats_retired.wait_us IS 'total wait of retired counters, in microseconds';
 COMMENT ON COLUMN @extschema@.dlock_stats_retired.wait_max_us IS 'the longest wait of retired counters, in microseconds';
 COMMENT ON COLUMN @extschema@.dlock_stats_retired.stats_reset IS 'when every counter was last reset; NULL if never';
+
+-- Cleanups and resets run one at a time: each locks this row first (a row
+-- made by the script and never dumped, so that nobody waits for an
+-- uncommitted first row of dlock_stats_retired).
+CREATE TABLE @extschema@.dlock_sql_stats_lock (
+	one			pg_catalog.bool NOT NULL DEFAULT true,
+	CONSTRAINT dlock_sql_stats_lock_pkey PRIMARY KEY (one),
+	CONSTRAINT dlock_sql_stats_lock_one CHECK (one)
+);
+INSERT INTO @extschema@.dlock_sql_stats_lock DEFAULT VALUES;
+REVOKE ALL ON TABLE @extschema@.dlock_sql_stats_lock FROM PUBLIC;
+COMMENT ON TABLE @extschema@.dlock_sql_stats_lock IS
+	'dlock (SQL edition): the one row that dlock_cleanup and dlock_stats_reset lock, so that they run one after the other';
+COMMENT ON COLUMN @extschema@.dlock_sql_stats_lock.one IS 'always true: the table has one row';
 
 SELECT @extschema@.dlock_sql_config_dump('@extschema@.dlock_sql_stats_base', '');
 SELECT @extschema@.dlock_sql_config_dump('@extschema@.dlock_stats_retired', '');
@@ -216,8 +230,10 @@ BEGIN
 	END IF;
 	PERFORM @extschema@.dlock_sql_writable('dlock_stats_reset()');
 	-- One reset or cleanup at a time, each on the latest committed counters.
-	INSERT INTO @extschema@.dlock_stats_retired DEFAULT VALUES ON CONFLICT DO NOTHING;
-	PERFORM FROM @extschema@.dlock_stats_retired FOR UPDATE;
+	PERFORM FROM @extschema@.dlock_sql_stats_lock FOR UPDATE;
+	IF NOT EXISTS (SELECT FROM @extschema@.dlock_stats_retired) THEN
+		INSERT INTO @extschema@.dlock_stats_retired DEFAULT VALUES;
+	END IF;
 	IF $1 IS NULL THEN
 		UPDATE @extschema@.dlock_stats_retired AS r
 		   SET acquisitions = 0, owner_renewals = 0, renewals = 0, releases = 0, takeovers = 0,
@@ -396,25 +412,27 @@ COMMENT ON COLUMN @extschema@.dlock_waiters.state IS 'pg_stat_activity.state of 
 COMMENT ON COLUMN @extschema@.dlock_waiters.lease_expires_at IS 'when the lease expires or expired';
 GRANT SELECT ON @extschema@.dlock_waiters TO PUBLIC;
 
--- The retired counters' row, locked for this cleanup: false if another
--- cleanup or reset holds it (dlock_cleanup then deletes nothing).  Only
--- the very first cleanup of a database may wait, for another first one.
+-- Lock dlock_sql_stats_lock for this cleanup without waiting, and make
+-- the row of dlock_stats_retired if missing: false if another cleanup or
+-- reset holds the lock (dlock_cleanup then deletes nothing).
 CREATE FUNCTION @extschema@.dlock_sql_retire_lock()
 RETURNS pg_catalog.bool
 LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
 AS $dlock$
 BEGIN
-	PERFORM FROM @extschema@.dlock_stats_retired FOR UPDATE SKIP LOCKED;
-	IF NOT FOUND AND NOT EXISTS (SELECT FROM @extschema@.dlock_stats_retired) THEN
-		INSERT INTO @extschema@.dlock_stats_retired DEFAULT VALUES ON CONFLICT DO NOTHING;
-		PERFORM FROM @extschema@.dlock_stats_retired FOR UPDATE SKIP LOCKED;
+	PERFORM FROM @extschema@.dlock_sql_stats_lock FOR UPDATE SKIP LOCKED;
+	IF NOT FOUND THEN
+		RETURN false;
 	END IF;
-	RETURN FOUND;
+	IF NOT EXISTS (SELECT FROM @extschema@.dlock_stats_retired) THEN
+		INSERT INTO @extschema@.dlock_stats_retired DEFAULT VALUES;
+	END IF;
+	RETURN true;
 END
 $dlock$;
 REVOKE ALL ON FUNCTION @extschema@.dlock_sql_retire_lock() FROM PUBLIC;
 COMMENT ON FUNCTION @extschema@.dlock_sql_retire_lock() IS
-	'internal (dlock_cleanup): lock the row of dlock_stats_retired without waiting, made if missing; false if another cleanup or reset holds it';
+	'internal (dlock_cleanup): lock dlock_sql_stats_lock without waiting and make the row of dlock_stats_retired if missing; false if another cleanup or reset holds the lock';
 
 -- The installing role may pass cleanup and reset on: where it does not own
 -- the functions (a trusted extension's belong to the bootstrap superuser),
