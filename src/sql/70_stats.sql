@@ -1,7 +1,8 @@
 -- Copyright (c) 2026, the dlock developers
 --
 -- 70_stats.sql: operators' views of the SQL edition (issue 27 items 1 and
--- 3; /work docs: docs/editions.md, "Counters and waiters").
+-- 3, and the cleanup counters of item 8; docs/editions.md, "Counters,
+-- waiters and cleanup").
 --
 -- Counters (item 1).  Every counted call already writes the name's row of
 -- dlock_expiry: a hand-over (dlock_sql_write_new), a renewal and an
@@ -151,7 +152,7 @@ CREATE VIEW @extschema@.dlock_stats AS
 	  LEFT JOIN @extschema@.dlock_sql_stats_base AS b
 		ON b.name OPERATOR(pg_catalog.=) e.name AND b.stats_since OPERATOR(pg_catalog.=) e.stats_since;
 COMMENT ON VIEW @extschema@.dlock_stats IS
-	'counters per lock name, one row per lease row, since the row was made or its last reset; busy, wait_timeouts and fence_refusals are NULL in the SQL edition (docs/editions.md)';
+	'counters per lock name, one row per lease row, since the row was made or its last reset; busy, wait_timeouts and fence_refusals need shared_preload_libraries = ''dlock'' (else NULL) and count from the server''s start';
 COMMENT ON COLUMN @extschema@.dlock_stats.name IS 'the lock name';
 COMMENT ON COLUMN @extschema@.dlock_stats.acquisitions IS 'acquires that issued a new token';
 COMMENT ON COLUMN @extschema@.dlock_stats.owner_renewals IS 'acquires by the holder''s owner that kept the token';
@@ -159,12 +160,12 @@ COMMENT ON COLUMN @extschema@.dlock_stats.renewals IS 'dlock_renew calls that re
 COMMENT ON COLUMN @extschema@.dlock_stats.releases IS 'dlock_release calls that returned true';
 COMMENT ON COLUMN @extschema@.dlock_stats.takeovers IS 'acquisitions of a lease that had expired without a release';
 COMMENT ON COLUMN @extschema@.dlock_stats.lost IS 'leases that expired without a release, counted when seen: at the takeover or at dlock_cleanup';
-COMMENT ON COLUMN @extschema@.dlock_stats.busy IS 'acquires that returned NULL; NULL in the SQL edition, whose busy answers write nothing';
-COMMENT ON COLUMN @extschema@.dlock_stats.waits IS 'acquires that waited and got the lease (SQL edition: those that did not are not counted)';
+COMMENT ON COLUMN @extschema@.dlock_stats.busy IS 'acquires that returned NULL (shared memory; NULL without shared_preload_libraries)';
+COMMENT ON COLUMN @extschema@.dlock_stats.waits IS 'acquires that waited, whether they got the lease or not (those that did not: only with shared_preload_libraries)';
 COMMENT ON COLUMN @extschema@.dlock_stats.wait_time IS 'total seconds those acquires waited';
 COMMENT ON COLUMN @extschema@.dlock_stats.wait_time_max IS 'the longest of those waits, in seconds';
-COMMENT ON COLUMN @extschema@.dlock_stats.wait_timeouts IS 'acquires that waited and returned NULL; NULL in the SQL edition';
-COMMENT ON COLUMN @extschema@.dlock_stats.fence_refusals IS 'LK001 errors raised by dlock_assert and dlock_fence; NULL in the SQL edition';
+COMMENT ON COLUMN @extschema@.dlock_stats.wait_timeouts IS 'acquires that waited and returned NULL (shared memory; NULL without shared_preload_libraries)';
+COMMENT ON COLUMN @extschema@.dlock_stats.fence_refusals IS 'LK001 errors raised by dlock_assert and dlock_fence (shared memory; NULL without shared_preload_libraries)';
 COMMENT ON COLUMN @extschema@.dlock_stats.stats_reset IS 'when the name''s counters were last reset; NULL if never';
 GRANT SELECT ON @extschema@.dlock_stats TO PUBLIC;
 
@@ -205,12 +206,12 @@ COMMENT ON COLUMN @extschema@.dlock_stats_total.renewals IS 'dlock_renew calls t
 COMMENT ON COLUMN @extschema@.dlock_stats_total.releases IS 'dlock_release calls that returned true';
 COMMENT ON COLUMN @extschema@.dlock_stats_total.takeovers IS 'acquisitions of a lease that had expired without a release';
 COMMENT ON COLUMN @extschema@.dlock_stats_total.lost IS 'leases that expired without a release, counted when seen: at the takeover or at dlock_cleanup';
-COMMENT ON COLUMN @extschema@.dlock_stats_total.busy IS 'acquires that returned NULL; NULL in the SQL edition, whose busy answers write nothing';
-COMMENT ON COLUMN @extschema@.dlock_stats_total.waits IS 'acquires that waited and got the lease (SQL edition: those that did not are not counted)';
+COMMENT ON COLUMN @extschema@.dlock_stats_total.busy IS 'acquires that returned NULL (shared memory; NULL without shared_preload_libraries)';
+COMMENT ON COLUMN @extschema@.dlock_stats_total.waits IS 'acquires that waited, whether they got the lease or not (those that did not: only with shared_preload_libraries)';
 COMMENT ON COLUMN @extschema@.dlock_stats_total.wait_time IS 'total seconds those acquires waited';
 COMMENT ON COLUMN @extschema@.dlock_stats_total.wait_time_max IS 'the longest of those waits, in seconds';
-COMMENT ON COLUMN @extschema@.dlock_stats_total.wait_timeouts IS 'acquires that waited and returned NULL; NULL in the SQL edition';
-COMMENT ON COLUMN @extschema@.dlock_stats_total.fence_refusals IS 'LK001 errors raised by dlock_assert and dlock_fence; NULL in the SQL edition';
+COMMENT ON COLUMN @extschema@.dlock_stats_total.wait_timeouts IS 'acquires that waited and returned NULL (shared memory; NULL without shared_preload_libraries)';
+COMMENT ON COLUMN @extschema@.dlock_stats_total.fence_refusals IS 'LK001 errors raised by dlock_assert and dlock_fence (shared memory; NULL without shared_preload_libraries)';
 COMMENT ON COLUMN @extschema@.dlock_stats_total.stats_reset IS 'when all counters were last reset (dlock_stats_reset()); NULL if never';
 GRANT SELECT ON @extschema@.dlock_stats_total TO PUBLIC;
 
@@ -448,3 +449,21 @@ BEGIN
 							  installer);
 END
 $dlock$;
+
+-- The C edition's counters in shared memory (busy answers, waits that timed
+-- out, LK001 refusals), which the SQL edition has none of: no row, as in
+-- the C edition without shared_preload_libraries.
+CREATE FUNCTION @extschema@.dlock_stats_shared(
+	OUT name pg_catalog.text, OUT busy pg_catalog.int8,
+	OUT wait_timeouts pg_catalog.int8, OUT wait_timeout_time pg_catalog.float8,
+	OUT wait_timeout_time_max pg_catalog.float8,
+	OUT fence_refusals pg_catalog.int8)
+RETURNS SETOF record
+LANGUAGE sql VOLATILE PARALLEL SAFE
+AS $dlock$
+SELECT NULL::pg_catalog.text, NULL::pg_catalog.int8, NULL::pg_catalog.int8, NULL::pg_catalog.float8,
+	   NULL::pg_catalog.float8, NULL::pg_catalog.int8
+ WHERE false
+$dlock$;
+COMMENT ON FUNCTION @extschema@.dlock_stats_shared() IS
+	'the counters dlock keeps in shared memory for this database: one row per name and one with a NULL name for the total; no row unless the library is in shared_preload_libraries';
