@@ -74,6 +74,10 @@ static int	nprocs = 0;
 static int	maxprocs = 0;
 static unsigned round_no = 0;
 
+/* whose descendants (0: this process's), and one process that is not one */
+static pid_t root_pid = 0;
+static pid_t except_pid = 0;
+
 /* pidfds only below this descriptor number (RaiseFdLimit); -1: no limit */
 #define FD_RESERVE	16
 static long pidfd_cap = -1;
@@ -278,7 +282,7 @@ Adopt(pid_t pid, pid_t parent, int parent_fd)
 	if (ppid != parent ||
 		(d.pidfd >= 0 && !PidfdExists(d.pidfd)) ||
 		(parent_fd >= 0 && !PidfdExists(parent_fd)) ||
-		(d.pidfd < 0 && !d.by_pid && parent != getpid()))
+		(d.pidfd < 0 && !d.by_pid && parent != (root_pid > 0 ? root_pid : getpid())))
 	{
 		/* not (or no longer) that parent's child: a pid reused, or reparented */
 		bool		moved = (d.pidfd >= 0 || d.by_pid) && ppid > 0 && Exists(&d);
@@ -335,6 +339,8 @@ ScanChildren(pid_t parent, int parent_fd)
 		setvbuf(f, buf, _IOFBF, sizeof(buf));
 		while (fscanf(f, "%d", &child) == 1)
 		{
+			if ((pid_t) child == except_pid)
+				continue;
 			if (!Known((pid_t) child) && Adopt((pid_t) child, parent, parent_fd) != GONE)
 				added++;
 		}
@@ -364,6 +370,19 @@ Forget(void)
 }
 
 /*
+ * SetDescendantRoot: the descendants are root's, and except (dlock-run's
+ * watchdog) is not one of them.  The watchdog scans from dlock-run's pid;
+ * a process it finds there without a pidfd is a child of a stopped
+ * dlock-run, whose pid cannot be reused while dlock-run has not reaped it.
+ */
+void
+SetDescendantRoot(pid_t root, pid_t except)
+{
+	root_pid = root == getpid() ? 0 : root;
+	except_pid = except;
+}
+
+/*
  * ScanDescendants: find every descendant of dlock-run, scanning again
  * until a scan finds no new process.
  */
@@ -377,7 +396,7 @@ ScanDescendants(void)
 	{
 		int			i;
 
-		added = ScanChildren(getpid(), -1);
+		added = ScanChildren(root_pid > 0 ? root_pid : getpid(), -1);
 		for (i = 0; i < nprocs; i++)
 		{
 			if (Running(&procs[i]))

@@ -18,6 +18,8 @@
  *	 options.c		the command line, --help
  *	 descendants.c	every process the command started, found in /proc and
  *					signalled through pidfds
+ *	 watchdog.c		a process of its own that stops the command at the
+ *					deadline when dlock-run is stopped alone or stuck
  *	 conn.c			the connection, queries with deadlines, dlock's statements
  *	 supervisor.c	the command (child, descendants, signals, Ctrl-Z) and the
  *					lease's deadline while it runs
@@ -40,6 +42,10 @@
  *   every descendant (descendants.c), and dlock-run does not release the
  *   lease or exit while any descendant runs.  The command gets SIGKILL if
  *   dlock-run itself dies (PR_SET_PDEATHSIG); its descendants do not.
+ *   dlock-run's watchdog (watchdog.c), forked at start before any
+ *   connection, is dlock-run's child but not the command's: descendants.c
+ *   never counts or signals it, and it stops the command at the deadline
+ *   only when dlock-run has not.
  *
  * - Signals.  A handler writes each signal number into a non-blocking
  *   self-pipe; the only place that waits (WaitEvent) polls that pipe with
@@ -207,8 +213,14 @@ extern int	SignalDescendants(int signo);
 extern int	CountDescendants(void);
 extern int	CountUnreachable(void);
 extern void RaiseFdLimit(void);
+extern void SetDescendantRoot(pid_t root, pid_t except);
 extern void DescribeDescendants(pid_t except, bool only_unreachable, char *buf,
 								size_t len);
+
+/* watchdog.c */
+extern bool StartWatchdog(void);
+extern void WatchdogArm(double deadline, double slack, double kill_after);
+extern void WatchdogSuspend(bool suspended);
 
 /* conn.c */
 extern PGconn *conn;
@@ -248,6 +260,7 @@ extern void Die(int code) __attribute__((noreturn));
 extern void FatalError(const char *msg) __attribute__((noreturn));
 extern void HintEscapes(void);
 extern double DeadlineMargin(void);
+extern void PublishDeadline(void);
 extern bool StartCommand(void);
 extern void Supervise(void);
 

@@ -12,6 +12,7 @@
  *
  *-------------------------------------------------------------------------
  */
+#include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -180,6 +181,7 @@ Acquire(void)
 	PQclear(res);
 	lease.held = true;
 	lease.deadline = sent + ttl_secs - DeadlineMargin();
+	PublishDeadline();
 	lease.next_renew = sent + renew_secs;
 	Verbose("acquired the lease on \"%s\" with token %s", opts.name, lease.token);
 }
@@ -278,6 +280,7 @@ ConfirmLease(void)
 	}
 	if (remaining > 0)
 		lease.deadline = sent + remaining - DeadlineMargin();
+	PublishDeadline();
 	lease.next_renew = sent + renew_secs;
 }
 
@@ -401,6 +404,9 @@ main(int argc, char **argv)
 	if (!SetUpSignals())
 		Fatal("could not create pipe");
 	ParseOptions(argc, argv);
+	if (!StartWatchdog())
+		Verbose("could not start the watchdog (%s): a stop of dlock-run alone leaves the command unsupervised",
+				strerror(errno));
 
 	if (!EnsureConnection(NO_DEADLINE, true, &errmsg))
 	{

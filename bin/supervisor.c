@@ -229,7 +229,9 @@ SuspendJob(int signo)
 	job_stopped = true;
 	Verbose("%s: stopped %d process%s of the command; stopping dlock-run",
 			SignalNameOf(signo), n, n == 1 ? "" : "es");
+	WatchdogSuspend(true);
 	(void) raise(SIGSTOP);
+	WatchdogSuspend(false);
 
 	/*
 	 * Continued.  With --foreground the shell's SIGCONT reached the
@@ -286,6 +288,16 @@ DeadlineMargin(void)
 	double		cap = 5.0 + ttl_secs / 1000.0;
 
 	return margin < cap ? margin : cap;
+}
+
+/*
+ * PublishDeadline: tell the watchdog (watchdog.c) the lease's deadline; it
+ * acts a quarter of the margin after it if dlock-run has not.
+ */
+void
+PublishDeadline(void)
+{
+	WatchdogArm(lease.deadline, DeadlineMargin() / 4.0, kill_secs);
 }
 
 /*
@@ -529,6 +541,7 @@ RenewOnce(void)
 	lease.failures = 0;
 	lease.verify = false;
 	lease.deadline = sent + ttl_secs - DeadlineMargin();
+	PublishDeadline();
 	lease.next_renew = sent + renew_secs;
 }
 
@@ -571,6 +584,7 @@ VerifyOnce(void)
 	}
 	if (remaining > 0)
 		lease.deadline = Earliest(lease.deadline, sent + remaining - DeadlineMargin());
+	PublishDeadline();
 	lease.failures = 0;
 	lease.verify = false;
 	Verbose("confirmed the lease on \"%s\" after a stall", opts.name);
@@ -742,4 +756,6 @@ Supervise(void)
 	}
 	supervising = false;
 	abandon_queries = false;
+	/* the command has ended: nothing left to watch */
+	WatchdogArm(NO_DEADLINE, 0, 0);
 }

@@ -1,17 +1,27 @@
--- src/sql/00_guard.sql: at most one dlock per database (issue 26), and the
--- helpers the three install forms share.
 -- Copyright (c) 2026, the dlock developers
+--
+-- src/sql/00_guard.sql: at most one dlock per database (issue 26), one text
+-- for both editions: the SQL edition's script begins with this file, and
+-- make splices it into the C edition's scripts (dlock--1.1--1.2.sql, at
+-- its "-- @include" line, and the head of the generated dlock--1.2.sql, so
+-- that a fresh install refuses before any object collides).
 --
 -- Two copies of dlock in one database would keep two lease tables and two
 -- token counters for one lock name: two holders at once, tokens that
--- repeat.  So the script refuses, before it creates anything, when the
--- database has a dlock already: the C edition (extension "dlock"), the
--- trusted extension "dlock_sql", or any copy installed by the psql script or
--- under another name (a dlock_edition() function in any schema).  The C
--- edition makes the same check (dlock--1.1--1.2.sql, "issue 26").
+-- repeat.  So the script refuses, before it creates anything of its own
+-- version, when the database has a dlock already: the C edition (extension
+-- "dlock"), the trusted extension "dlock_sql", or any copy installed by the
+-- psql script or under another name (a dlock_edition() function in any
+-- schema).
 --
--- While CREATE EXTENSION dlock_sql runs this, its own pg_extension row
--- exists already and has no member yet: that row is not another copy.
+-- The extension whose script runs this is not another copy: while CREATE
+-- EXTENSION runs, its pg_extension row exists already and has no member
+-- yet; while ALTER EXTENSION ... UPDATE runs, the row has members, lives in
+-- this schema and was written by this transaction (the update sets
+-- extversion before it runs the script: extension.c,
+-- ApplyExtensionUpdates).  Another dlock that this very transaction made or
+-- updated in this schema would be taken for it; this script's first object
+-- of a name that both editions have (dlock_lease) then collides with it.
 -- The check only reads catalogs (never calls a function it finds: in the
 -- trusted extension this runs as the bootstrap superuser, and a
 -- dlock_edition() in some schema may be anybody's).
@@ -33,6 +43,11 @@ BEGIN
 							WHERE d.refclassid OPERATOR(pg_catalog.=) 'pg_catalog.pg_extension'::pg_catalog.regclass
 							  AND d.refobjid OPERATOR(pg_catalog.=) e.oid
 							  AND d.deptype OPERATOR(pg_catalog.=) 'e')
+			   AND NOT (e.extnamespace OPERATOR(pg_catalog.=) '@extschema@'::pg_catalog.regnamespace
+						AND e.xmin OPERATOR(pg_catalog.=) ANY (SELECT l.transactionid FROM pg_catalog.pg_locks AS l
+															   WHERE l.locktype OPERATOR(pg_catalog.=) 'transactionid' AND l.granted
+																 AND l.mode OPERATOR(pg_catalog.=) 'ExclusiveLock'
+																 AND l.pid OPERATOR(pg_catalog.=) pg_catalog.pg_backend_pid()))
 			UNION ALL
 			SELECT 1, NULL, n.nspname
 			  FROM pg_catalog.pg_proc p
@@ -62,36 +77,3 @@ BEGIN
 	END IF;
 END
 $dlock$;
-
--- pg_extension_config_dump() works only inside CREATE EXTENSION; the psql
--- form has no extension, and pg_dump dumps its tables' rows anyway.  The
--- SQL edition's scripts mark their tables through this: a member of an
--- extension (the trusted extension or pg_tle) is marked, anything else is
--- left alone.
-CREATE FUNCTION @extschema@.dlock_sql_config_dump(config pg_catalog.regclass, filter pg_catalog.text)
-RETURNS void
-LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE SECURITY INVOKER
-SET search_path = pg_catalog, pg_temp
-AS $dlock$
-BEGIN
-	IF EXISTS (SELECT FROM pg_catalog.pg_depend d
-				WHERE d.classid OPERATOR(pg_catalog.=) 'pg_catalog.pg_class'::pg_catalog.regclass
-				  AND d.objid OPERATOR(pg_catalog.=) config
-				  AND d.refclassid OPERATOR(pg_catalog.=) 'pg_catalog.pg_extension'::pg_catalog.regclass
-				  AND d.deptype OPERATOR(pg_catalog.=) 'e') THEN
-		PERFORM pg_catalog.pg_extension_config_dump(config, filter);
-	END IF;
-END
-$dlock$;
-REVOKE ALL ON FUNCTION @extschema@.dlock_sql_config_dump(pg_catalog.regclass, pg_catalog.text) FROM PUBLIC;
-COMMENT ON FUNCTION @extschema@.dlock_sql_config_dump(pg_catalog.regclass, pg_catalog.text) IS
-	'dlock internal: pg_extension_config_dump() when the SQL edition is an extension (trusted or pg_tle), nothing when the psql script installed it';
-
--- What the guards above (and the C edition's) look for, and what clients
--- find dlock by.  The C edition's returns 'c' (dlock--1.1--1.2.sql).
-CREATE FUNCTION @extschema@.dlock_edition()
-RETURNS pg_catalog.text
-LANGUAGE sql IMMUTABLE PARALLEL SAFE
-AS $dlock$SELECT 'sql'::pg_catalog.text$dlock$;
-COMMENT ON FUNCTION @extschema@.dlock_edition() IS
-	'the edition of dlock installed in this database: c (the C extension) or sql (the SQL edition); clients find dlock through it';

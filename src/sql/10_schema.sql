@@ -95,8 +95,8 @@ COMMENT ON COLUMN @extschema@.dlock_epoch.counter_relfilenode IS 'relfilenode of
 COMMENT ON COLUMN @extschema@.dlock_epoch.jumped_at IS 'when the jump happened (server clock)';
 COMMENT ON COLUMN @extschema@.dlock_epoch.reason IS 'why: first, system, database, timeline, counter, floor, lease, clock or rebase';
 
--- Jumps serialise on this one row (FOR UPDATE, never updated, so that a
--- REPEATABLE READ jumper gets no serialization failure from it).
+-- Jumps serialise on a lock of this table (SHARE UPDATE EXCLUSIVE, held
+-- only from the read of the counter to its setval: 20_token.sql).
 CREATE TABLE @extschema@.dlock_sql_jump (
 	one			pg_catalog.bool NOT NULL DEFAULT true,
 	CONSTRAINT dlock_sql_jump_pkey PRIMARY KEY (one),
@@ -105,7 +105,7 @@ CREATE TABLE @extschema@.dlock_sql_jump (
 INSERT INTO @extschema@.dlock_sql_jump DEFAULT VALUES;
 REVOKE ALL ON TABLE @extschema@.dlock_sql_jump FROM PUBLIC;
 COMMENT ON TABLE @extschema@.dlock_sql_jump IS
-	'dlock (SQL edition): the one row that jumps of the token counter lock, so that they run one after the other';
+	'dlock (SQL edition): the table that jumps of the token counter lock, so that they run one after the other';
 COMMENT ON COLUMN @extschema@.dlock_sql_jump.one IS 'always true: the table has one row';
 
 -- The settings that are superuser GUCs in the C edition.

@@ -10,8 +10,9 @@
 -- the timeline or the system identifier cannot be read, t >= clock - 1 s (the clock rule: the counter
 -- never trails the clock by more than a second, so a history that lost WAL
 -- starts above every token the lost WAL handed out, as a new timeline does).
--- Otherwise the draw jumps: jumpers run one after the other (FOR UPDATE on
--- dlock_sql_jump), and the counter is set to
+-- Otherwise the draw jumps: jumpers run one after the other (a table lock
+-- on dlock_sql_jump, held from the read of the counter to its setval), and
+-- the counter is set to
 --
 --		F = max(t, last, highest token in dlock_lease, clock, floor + 1,
 --				floor + (clock - jumped_at), counter's last_value + M) + 1
@@ -103,10 +104,78 @@ REVOKE ALL ON FUNCTION @extschema@.dlock_sql_jump_reason(pg_catalog.int8, pg_cat
 COMMENT ON FUNCTION @extschema@.dlock_sql_jump_reason(pg_catalog.int8, pg_catalog.int8, @extschema@.dlock_epoch, record) IS
 	'internal: the reason recorded in dlock_epoch for a jump';
 
+-- Refuse counter settings under which a token could repeat or go down
+-- (src/token.c, TokenCheckCounter; 55000).  Checked at every jump, which
+-- is enough: every ALTER SEQUENCE of these settings gives the counter a new
+-- relfilenode (PostgreSQL 14 to 18), a new history, so the next draw jumps,
+-- and a refused jump records nothing, so every draw after it jumps again.
+-- INCREMENT must be exactly 1 (the C edition takes any above 0): the
+-- jump's margin M is a million draws only at an increment of 1.
+CREATE FUNCTION @extschema@.dlock_sql_counter_check()
+RETURNS void
+LANGUAGE plpgsql STABLE PARALLEL SAFE SECURITY INVOKER
+AS $dlock$
+DECLARE
+	s record;
+	hint pg_catalog.text := 'Restore the settings with ALTER SEQUENCE ... AS bigint INCREMENT 1 NO MAXVALUE CACHE 1 NO CYCLE.';
+BEGIN
+	SELECT q.seqcache, q.seqcycle, q.seqincrement, q.seqmax, c.relpersistence INTO s
+	  FROM pg_catalog.pg_sequence AS q
+	  JOIN pg_catalog.pg_class AS c ON c.oid = q.seqrelid
+	 WHERE q.seqrelid = '@extschema@.dlock_token_seq'::pg_catalog.regclass;
+	IF s.seqcache > 1 THEN
+		RAISE EXCEPTION 'sequence "%" of dlock could hand out tokens out of order', 'dlock_token_seq'
+			USING ERRCODE = '55000',
+				  DETAIL = pg_catalog.format('Its CACHE is %s; backends would hand out cached values out of order.', s.seqcache),
+				  HINT = hint;
+	ELSIF s.seqcycle THEN
+		RAISE EXCEPTION 'sequence "%" of dlock could hand out a token twice', 'dlock_token_seq'
+			USING ERRCODE = '55000',
+				  DETAIL = 'It is set to CYCLE, so it would start again at its minimum.',
+				  HINT = hint;
+	ELSIF s.seqincrement <= 0 THEN
+		RAISE EXCEPTION 'sequence "%" of dlock could hand out tokens that go down', 'dlock_token_seq'
+			USING ERRCODE = '55000',
+				  DETAIL = pg_catalog.format('Its INCREMENT is %s; tokens must rise.', s.seqincrement),
+				  HINT = hint;
+	ELSIF s.seqincrement <> 1 THEN
+		RAISE EXCEPTION 'sequence "%" of dlock could hand out a token twice', 'dlock_token_seq'
+			USING ERRCODE = '55000',
+				  DETAIL = pg_catalog.format('Its INCREMENT is %s; the margin that keeps concurrent jumps apart counts draws of 1.', s.seqincrement),
+				  HINT = hint;
+	ELSIF s.seqmax < 9223372036854775807 THEN
+		RAISE EXCEPTION 'sequence "%" of dlock could run out of tokens', 'dlock_token_seq'
+			USING ERRCODE = '55000',
+				  DETAIL = pg_catalog.format('Its MAXVALUE is %s; tokens need the whole range of bigint.', s.seqmax),
+				  HINT = hint;
+	ELSIF s.relpersistence <> 'p' THEN
+		RAISE EXCEPTION 'relation "%" of dlock is unlogged', 'dlock_token_seq'
+			USING ERRCODE = '55000',
+				  DETAIL = 'A crash empties an unlogged relation, and tokens handed out before it could be handed out again.',
+				  HINT = 'Make it logged again with ALTER SEQUENCE ... SET LOGGED.';
+	END IF;
+END
+$dlock$;
+REVOKE ALL ON FUNCTION @extschema@.dlock_sql_counter_check() FROM PUBLIC;
+COMMENT ON FUNCTION @extschema@.dlock_sql_counter_check() IS
+	'internal: refuse (55000) a token counter whose CACHE, CYCLE, INCREMENT, MAXVALUE or persistence could repeat a token or make one go down';
+
 -- Jump: t was drawn and refused (or reason is 'rebase').  Returns the new
 -- token; *floor is recorded in dlock_epoch in the calling transaction.
 -- nowait: an acquire with wait => 0 never waits for another jumper (55P03,
 -- which the acquire turns into busy).
+--
+-- Jumpers serialise from their read of the counter to their setval: under
+-- SHARE UPDATE EXCLUSIVE on dlock_sql_jump, a mode that conflicts with
+-- itself and with no lock another role can take on a table it has no
+-- privilege on (a prepared statement keeps at most ROW EXCLUSIVE without a
+-- privilege check; ANALYZE gives its lock back when it skips the table).
+-- The lock is taken in an inner block that ends by raising DLKJP, so it is
+-- given back as soon as the setval is done, not when the (perhaps long)
+-- jumping transaction ends: setval and nextval are not rolled back, and the
+-- block's subtransaction gets no XID (a table lock needs none; nextval and
+-- setval assign the top transaction's).  The record is written after it,
+-- without waiting for another jumper's record.
 CREATE FUNCTION @extschema@.dlock_sql_jump(t pg_catalog.int8, last pg_catalog.int8,
 	reason pg_catalog.text, nowait pg_catalog.bool, OUT token pg_catalog.int8, OUT floor pg_catalog.int8)
 LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE SECURITY INVOKER
@@ -117,40 +186,53 @@ DECLARE
 	now_us pg_catalog.int8;
 	f pg_catalog.int8;
 BEGIN
-	IF nowait THEN
-		PERFORM FROM @extschema@.dlock_sql_jump FOR UPDATE NOWAIT;
-	ELSE
-		PERFORM FROM @extschema@.dlock_sql_jump FOR UPDATE;
-	END IF;
-	-- A jump that committed while this one waited may accept a new draw.
-	SELECT e.* INTO ep FROM @extschema@.dlock_epoch AS e ORDER BY e.floor DESC LIMIT 1;
-	cur := @extschema@.dlock_sql_history();
-	IF reason IS NULL AND ep.floor IS NOT NULL AND ep.floor >= t THEN
-		t := pg_catalog.nextval('@extschema@.dlock_token_seq'::pg_catalog.regclass);
-		IF @extschema@.dlock_sql_token_ok(t, last, ep, cur) THEN
-			token := t;
-			floor := ep.floor;
-			RETURN;
+	BEGIN
+		IF nowait THEN
+			LOCK TABLE @extschema@.dlock_sql_jump IN SHARE UPDATE EXCLUSIVE MODE NOWAIT;
+		ELSE
+			LOCK TABLE @extschema@.dlock_sql_jump IN SHARE UPDATE EXCLUSIVE MODE;
 		END IF;
+		PERFORM @extschema@.dlock_sql_counter_check();
+		SELECT e.* INTO ep FROM @extschema@.dlock_epoch AS e ORDER BY e.floor DESC LIMIT 1;
+		cur := @extschema@.dlock_sql_history();
+		-- A jump since t was drawn (committed or not: its setval is) may
+		-- let a new draw pass.
+		IF reason IS NULL THEN
+			t := pg_catalog.nextval('@extschema@.dlock_token_seq'::pg_catalog.regclass);
+			IF @extschema@.dlock_sql_token_ok(t, last, ep, cur) THEN
+				token := t;
+				floor := ep.floor;
+				RAISE EXCEPTION 'no jump' USING ERRCODE = 'DLKJP';
+			END IF;
+		END IF;
+		reason := coalesce(reason, @extschema@.dlock_sql_jump_reason(t, last, ep, cur));
+		now_us := @extschema@.dlock_sql_clock_us();
+		f := GREATEST(t, last, now_us,
+				(SELECT pg_catalog.max(l.token) FROM @extschema@.dlock_lease AS l),
+				ep.floor + 1,
+				ep.floor + (now_us -
+					pg_catalog.trunc(EXTRACT(epoch FROM ep.jumped_at) * 1000000)::pg_catalog.int8),
+				(SELECT s.last_value FROM @extschema@.dlock_token_seq AS s) + 1000000)
+			 + 1;
+		PERFORM pg_catalog.setval('@extschema@.dlock_token_seq'::pg_catalog.regclass, f, true);
+		token := pg_catalog.nextval('@extschema@.dlock_token_seq'::pg_catalog.regclass);
+		floor := f;
+		RAISE EXCEPTION 'jumped' USING ERRCODE = 'DLKJP';
+	EXCEPTION
+		WHEN SQLSTATE 'DLKJP' THEN
+			NULL;
+	END;
+	IF f IS NULL THEN
+		RETURN;
 	END IF;
-	reason := coalesce(reason, @extschema@.dlock_sql_jump_reason(t, last, ep, cur));
-	now_us := @extschema@.dlock_sql_clock_us();
-	f := GREATEST(t, last, now_us,
-			(SELECT pg_catalog.max(l.token) FROM @extschema@.dlock_lease AS l),
-			ep.floor + 1,
-			ep.floor + (now_us -
-				pg_catalog.trunc(EXTRACT(epoch FROM ep.jumped_at) * 1000000)::pg_catalog.int8),
-			(SELECT s.last_value FROM @extschema@.dlock_token_seq AS s) + 1000000)
-		 + 1;
-	PERFORM pg_catalog.setval('@extschema@.dlock_token_seq'::pg_catalog.regclass, f, true);
-	token := pg_catalog.nextval('@extschema@.dlock_token_seq'::pg_catalog.regclass);
-	floor := f;
 	-- The clock rule's jumps (about one a second under load) move the row
-	-- of the clock jump before them instead of adding one each.
+	-- of the clock jump before them instead of adding one each, unless a
+	-- jump still in progress moves it (SKIP LOCKED: never wait for it).
 	IF reason = 'clock' AND ep.reason = 'clock' THEN
-		UPDATE @extschema@.dlock_epoch AS x SET floor = f, jumped_at = pg_catalog.clock_timestamp()
-		 WHERE x.floor = ep.floor;
+		PERFORM FROM @extschema@.dlock_epoch AS x WHERE x.floor = ep.floor FOR UPDATE SKIP LOCKED;
 		IF FOUND THEN
+			UPDATE @extschema@.dlock_epoch AS x SET floor = f, jumped_at = pg_catalog.clock_timestamp()
+			 WHERE x.floor = ep.floor;
 			RETURN;
 		END IF;
 	END IF;
@@ -201,6 +283,52 @@ END
 $dlock$;
 COMMENT ON FUNCTION @extschema@.dlock_sql_durable() IS
 	'internal: make the calling transaction commit synchronously (synchronous_commit = on for this transaction unless it is on or remote_apply)';
+
+-- dlock_sql_durable at the call is undone by what the caller does after
+-- it: a later SET (LOCAL) synchronous_commit, or the end of a function
+-- whose SET clause names synchronous_commit (the clause restores its value
+-- on return, SET LOCAL made inside included: guc.c, AtEOXact_GUC).  So the
+-- rows that make a token or an expiry (dlock_expiry without released_at,
+-- dlock_epoch) also queue a deferred constraint trigger: it fires at
+-- COMMIT, after every function has returned and before the commit record
+-- is written with the synchronous_commit of that moment (xact.c,
+-- CommitTransaction: AfterTriggerFireDeferred, then RecordTransactionCommit),
+-- and sets it again: the C edition's pre-commit callback (src/token.c), in
+-- SQL.  Only SET CONSTRAINTS ALL IMMEDIATE (or naming these triggers)
+-- followed by a SET defeats it: before the acquire it makes the trigger
+-- fire at the end of the acquire's statement, after it it fires the trigger
+-- at once.  A rolled back (sub)transaction drops the event with the rows.  SECURITY INVOKER, no SET clause: it runs as the role that commits,
+-- and its SET LOCAL stays until the commit.
+CREATE FUNCTION @extschema@.dlock_sql_durable_commit()
+RETURNS trigger
+LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE SECURITY INVOKER
+AS $dlock$
+BEGIN
+	IF pg_catalog.current_setting('synchronous_commit') OPERATOR(pg_catalog.<>) ALL (ARRAY['on', 'remote_apply']) THEN
+		PERFORM pg_catalog.set_config('synchronous_commit', 'on', true);
+	END IF;
+	RETURN NULL;
+END
+$dlock$;
+-- A trigger function is not called through EXECUTE: nobody needs it.
+REVOKE ALL ON FUNCTION @extschema@.dlock_sql_durable_commit() FROM PUBLIC;
+COMMENT ON FUNCTION @extschema@.dlock_sql_durable_commit() IS
+	'internal: trigger function of dlock_sql_durable: at commit, make the transaction that wrote a token or an expiry commit synchronously';
+
+CREATE CONSTRAINT TRIGGER dlock_sql_durable
+	AFTER INSERT OR UPDATE ON @extschema@.dlock_expiry
+	DEFERRABLE INITIALLY DEFERRED
+	FOR EACH ROW WHEN (NEW.released_at IS NULL)
+	EXECUTE FUNCTION @extschema@.dlock_sql_durable_commit();
+COMMENT ON TRIGGER dlock_sql_durable ON @extschema@.dlock_expiry IS
+	'dlock (SQL edition): a new token or expiry makes the transaction commit synchronously, whatever synchronous_commit is at the call';
+CREATE CONSTRAINT TRIGGER dlock_sql_durable
+	AFTER INSERT OR UPDATE ON @extschema@.dlock_epoch
+	DEFERRABLE INITIALLY DEFERRED
+	FOR EACH ROW
+	EXECUTE FUNCTION @extschema@.dlock_sql_durable_commit();
+COMMENT ON TRIGGER dlock_sql_durable ON @extschema@.dlock_epoch IS
+	'dlock (SQL edition): a jump of the token counter makes the transaction commit synchronously, whatever synchronous_commit is at the call';
 
 -- dlock_rebase() and dlock_rebase(at_least): the owner of the tables (the
 -- installing role) and superusers only, as the C edition allows superusers

@@ -11,7 +11,8 @@
 --      UPDATE: a hand-over, which so waits for every checker;
 --   3. the expiry row, FOR NO KEY UPDATE (an UPDATE): a renewal, a release,
 --      an owner's renewal; FOR UPDATE: a hand-over;
---   4. the jump row (20_token.sql), only while the counter jumps.
+--   4. the jump table (SHARE UPDATE EXCLUSIVE, 20_token.sql), only from a
+--      jump's read of the counter to its setval.
 -- A renewal or release touches only the expiry row, so it waits for no
 -- checker and no waiting acquirer (they lock the lease row, or wait for the
 -- queue row); a checker never waits for a renewal or a waiting acquirer
@@ -799,6 +800,14 @@ BEGIN
 			RETURN l.token;
 		END IF;
 		RAISE EXCEPTION 'busy' USING ERRCODE = 'DLKBY';
+	END IF;
+	-- A new name's INSERT waits for another transaction that inserted the
+	-- same name and has not ended (the unique index: a first acquire, or one
+	-- after dlock_cleanup).  wait => 0 bounds that by lock_timeout's least
+	-- step, 1 ms, whose 55P03 is busy; a waiting acquire is bounded by its
+	-- deadline already (dlock_sql_head).
+	IF nowait AND l.name IS NULL THEN
+		PERFORM pg_catalog.set_config('lock_timeout', '1', true);
 	END IF;
 	-- The history once, for the draw and the row (each reads the control file).
 	hist := @extschema@.dlock_sql_history();

@@ -56,6 +56,9 @@ BEGIN
 	-- Twice at most: dlock_cleanup may delete a row nobody waits in.
 	FOR i IN 1 .. 2 LOOP
 		IF NOT EXISTS (SELECT FROM @extschema@.dlock_sql_queue AS q WHERE q.name = $1) THEN
+			-- Bounded too: the INSERT waits for another transaction that
+			-- inserted the same name and has not ended (a first acquire).
+			PERFORM @extschema@.dlock_sql_bound($2, $3);
 			INSERT INTO @extschema@.dlock_sql_queue VALUES ($1) ON CONFLICT DO NOTHING;
 		END IF;
 		PERFORM FROM @extschema@.dlock_sql_queue AS q WHERE q.name = $1 FOR UPDATE SKIP LOCKED;

@@ -1,11 +1,13 @@
 -- Copyright (c) 2026, the dlock developers
 --
--- 65_fenced_tables.sql: the SQL edition's dlock_fenced_tables view and the
--- dlock_fence_ddl event trigger (issue 26): the C edition's objects of the
--- same names (dlock--1.1--1.2.sql, issue 24 items 7 and 11), copied
--- verbatim: they only read the catalogs, and '@extschema@.dlock_fence()'
--- names the PL/pgSQL trigger here.  test/sql_edition/fence/run checks that
--- the two texts stay the same.
+-- 65_fenced_tables.sql: the view dlock_fenced_tables and the function of
+-- the event trigger dlock_fence_ddl, one text for both editions (issue 24
+-- items 7 and 11, issue 26): the SQL edition's script has this file in its
+-- place, and make splices it into the C edition's update script
+-- (dlock--1.1--1.2.sql, at its "-- @include" line).  They only read the
+-- catalogs, and '@extschema@.dlock_fence()' names each edition's trigger
+-- function.  CREATE OR REPLACE VIEW keeps the columns of the C edition's
+-- 1.1 view and adds not_fencing at the end; GRANT SELECT repeats 1.1's.
 --
 -- A dlock_fence trigger fences its table only if it fires for every write
 -- of an ordinary session: enabled in origin mode or ALWAYS, BEFORE ... FOR
@@ -16,8 +18,12 @@
 -- (row triggers fire only on the table that holds the row).  A partitioned
 -- table fences a write only if every partition under it does (a write
 -- through it fires the triggers of the partition that takes the row): its
--- not_fencing names each partition that does not, at any depth.
-CREATE VIEW @extschema@.dlock_fenced_tables AS
+-- not_fencing names each partition that does not, at any depth.  A
+-- TRUNCATE fires only the truncate triggers of the tables it empties: each
+-- partition or inheritance child of a table with a fencing truncate
+-- trigger needs one of its own, and a partitioned table fences TRUNCATE
+-- only if every partition under it, at any depth, has one.
+CREATE OR REPLACE VIEW @extschema@.dlock_fenced_tables AS
 	WITH RECURSIVE tokcol AS (
 		-- tgargs holds each argument followed by a zero byte: the token
 		-- column is the second.
@@ -91,6 +97,23 @@ CREATE VIEW @extschema@.dlock_fenced_tables AS
 		  JOIN pg_catalog.pg_class AS c ON c.oid OPERATOR(pg_catalog.=) d.relid
 		 WHERE d.relid NOT IN (SELECT trig.tgrelid FROM trig WHERE trig.reason IS NULL)
 		 GROUP BY d.relid, c.relispartition
+	), untruncated AS (
+		-- A TRUNCATE fires the truncate triggers of the tables it empties
+		-- only (tablecmds.c, ExecuteTruncateGuts), never an ancestor's: a
+		-- TRUNCATE of a partition or an inheritance child passes a fencing
+		-- truncate trigger of its ancestors.  Each such descendant that has
+		-- no fencing truncate trigger of its own.
+		SELECT d.relid,
+			   'no fencing truncate trigger of its own (a TRUNCATE of it does not fire those of '
+			   OPERATOR(pg_catalog.||) pg_catalog.string_agg(DISTINCT d.ancestor::pg_catalog.regclass::pg_catalog.text, ', '
+															 ORDER BY d.ancestor::pg_catalog.regclass::pg_catalog.text)
+			   OPERATOR(pg_catalog.||) ')' AS reason
+		  FROM descendant AS d
+		 WHERE d.ancestor IN (SELECT trig.tgrelid FROM trig
+							   WHERE trig.reason IS NULL AND (trig.tgtype OPERATOR(pg_catalog.&) 35) OPERATOR(pg_catalog.=) 34)
+		   AND d.relid NOT IN (SELECT trig.tgrelid FROM trig
+								WHERE trig.reason IS NULL AND (trig.tgtype OPERATOR(pg_catalog.&) 35) OPERATOR(pg_catalog.=) 34)
+		 GROUP BY d.relid
 	), rel AS (
 		SELECT trig.tgrelid AS relid FROM trig
 		UNION
@@ -102,9 +125,10 @@ CREATE VIEW @extschema@.dlock_fenced_tables AS
 			   COALESCE(pg_catalog.bool_or((t.tgtype OPERATOR(pg_catalog.&) 11) OPERATOR(pg_catalog.=) 11) FILTER (WHERE t.reason IS NULL), false) AS del,
 			   COALESCE(pg_catalog.bool_or((t.tgtype OPERATOR(pg_catalog.&) 35) OPERATOR(pg_catalog.=) 34) FILTER (WHERE t.reason IS NULL), false) AS trunc,
 			   COALESCE(pg_catalog.array_agg(t.tgname ORDER BY t.tgname) FILTER (WHERE t.tgname IS NOT NULL AND t.reason IS NULL), '{}'::pg_catalog.name[]) AS triggers,
-			   pg_catalog.array_cat(
+			   pg_catalog.array_cat(pg_catalog.array_cat(
 				   COALESCE(pg_catalog.array_agg((t.tgname::pg_catalog.text OPERATOR(pg_catalog.||) ': ' OPERATOR(pg_catalog.||) t.reason) ORDER BY t.tgname) FILTER (WHERE t.reason IS NOT NULL), '{}'::pg_catalog.text[]),
-				   (SELECT pg_catalog.array_agg(u.reason) FROM unfenced_child AS u WHERE u.relid OPERATOR(pg_catalog.=) r.relid)) AS not_fencing,
+				   (SELECT pg_catalog.array_agg(u.reason) FROM unfenced_child AS u WHERE u.relid OPERATOR(pg_catalog.=) r.relid)),
+				   (SELECT pg_catalog.array_agg(u.reason) FROM untruncated AS u WHERE u.relid OPERATOR(pg_catalog.=) r.relid)) AS not_fencing,
 			   pg_catalog.array_agg((t.tgname::pg_catalog.text OPERATOR(pg_catalog.||) ' ' OPERATOR(pg_catalog.||) t.reason) ORDER BY t.tgname) FILTER (WHERE t.reason IS NOT NULL) AS bad
 		  FROM rel AS r
 		  LEFT JOIN trig AS t ON t.tgrelid OPERATOR(pg_catalog.=) r.relid
@@ -121,7 +145,7 @@ CREATE VIEW @extschema@.dlock_fenced_tables AS
 		   o.ins AND COALESCE(pg_catalog.bool_and(p.ins) FILTER (WHERE p.relkind OPERATOR(pg_catalog.<>) 'p'), true) AS "insert",
 		   o.upd AND COALESCE(pg_catalog.bool_and(p.upd) FILTER (WHERE p.relkind OPERATOR(pg_catalog.<>) 'p'), true) AS "update",
 		   o.del AND COALESCE(pg_catalog.bool_and(p.del) FILTER (WHERE p.relkind OPERATOR(pg_catalog.<>) 'p'), true) AS "delete",
-		   o.trunc AS "truncate",
+		   o.trunc AND COALESCE(pg_catalog.bool_and(p.trunc), true) AS "truncate",
 		   o.triggers,
 		   o.not_fencing OPERATOR(pg_catalog.||) COALESCE((
 			   SELECT pg_catalog.array_agg(x.reason ORDER BY x.partition, x.reason)
@@ -136,7 +160,13 @@ CREATE VIEW @extschema@.dlock_fenced_tables AS
 							  OPERATOR(pg_catalog.||) ': no fencing trigger'
 						 FROM part AS q
 						WHERE q.ancestor OPERATOR(pg_catalog.=) o.relid AND q.bad IS NULL
-						  AND q.relkind OPERATOR(pg_catalog.<>) 'p' AND q.triggers OPERATOR(pg_catalog.=) '{}') AS x),
+						  AND q.relkind OPERATOR(pg_catalog.<>) 'p' AND q.triggers OPERATOR(pg_catalog.=) '{}'
+					   UNION ALL
+					   SELECT q.relid::pg_catalog.regclass::pg_catalog.text,
+							  'partition ' OPERATOR(pg_catalog.||) q.relid::pg_catalog.regclass::pg_catalog.text
+							  OPERATOR(pg_catalog.||) ': no fencing truncate trigger'
+						 FROM part AS q
+						WHERE q.ancestor OPERATOR(pg_catalog.=) o.relid AND o.trunc AND NOT q.trunc) AS x),
 			   '{}'::pg_catalog.text[]) AS not_fencing
 	  FROM own AS o
 	  LEFT JOIN part AS p ON p.ancestor OPERATOR(pg_catalog.=) o.relid
@@ -147,9 +177,9 @@ COMMENT ON COLUMN @extschema@.dlock_fenced_tables."table" IS 'the table (a parti
 COMMENT ON COLUMN @extschema@.dlock_fenced_tables."insert" IS 'a fencing BEFORE INSERT row trigger fences INSERT, COPY FROM and the insert of an upsert or MERGE';
 COMMENT ON COLUMN @extschema@.dlock_fenced_tables."update" IS 'a fencing BEFORE UPDATE row trigger fences UPDATE, ON CONFLICT DO UPDATE and MERGE ... THEN UPDATE';
 COMMENT ON COLUMN @extschema@.dlock_fenced_tables."delete" IS 'a fencing BEFORE DELETE row trigger fences DELETE and MERGE ... THEN DELETE; false for triggers created the 1.0 way';
-COMMENT ON COLUMN @extschema@.dlock_fenced_tables."truncate" IS 'a fencing BEFORE TRUNCATE statement trigger fences TRUNCATE';
+COMMENT ON COLUMN @extschema@.dlock_fenced_tables."truncate" IS 'a fencing BEFORE TRUNCATE statement trigger fences TRUNCATE; for a partitioned table, only if every partition under it has one of its own too (a TRUNCATE of a partition fires only its own triggers)';
 COMMENT ON COLUMN @extschema@.dlock_fenced_tables.triggers IS 'the fencing dlock_fence triggers of the table: enabled in origin mode or ALWAYS, with no column list and no WHEN condition';
-COMMENT ON COLUMN @extschema@.dlock_fenced_tables.not_fencing IS 'each dlock_fence trigger of the table that fences nothing, as "trigger: reason" (disabled, replica only, not BEFORE, column list, WHEN condition, a token column that cannot hold every token); for an inheritance child or a partition with no fencing trigger, that reason; for a partitioned table, each partition under it that does not fence, as "partition p: trigger reason"; empty if none';
+COMMENT ON COLUMN @extschema@.dlock_fenced_tables.not_fencing IS 'each dlock_fence trigger of the table that fences nothing, as "trigger: reason" (disabled, replica only, not BEFORE, column list, WHEN condition, a token column that cannot hold every token); for an inheritance child or a partition with no fencing trigger, that reason; for a partitioned table, each partition under it that does not fence, as "partition p: trigger reason"; for a partition or inheritance child of a table with a fencing truncate trigger, none of its own, as "no fencing truncate trigger of its own (...)", and for its partitioned ancestors "partition p: no fencing truncate trigger"; empty if none';
 GRANT SELECT ON @extschema@.dlock_fenced_tables TO PUBLIC;
 
 -- The event trigger: a WARNING for DDL that makes a dlock_fence trigger
@@ -195,7 +225,12 @@ BEGIN
 								AND EXISTS (SELECT FROM pg_catalog.pg_trigger AS tr
 											 WHERE tr.tgrelid OPERATOR(pg_catalog.=) rel AND tr.tgfoid OPERATOR(pg_catalog.=) fence))
 							   OR (EXISTS (SELECT FROM pg_catalog.pg_inherits AS i WHERE i.inhrelid OPERATOR(pg_catalog.=) rel)
-								   AND NOT (SELECT c.relispartition FROM pg_catalog.pg_class AS c WHERE c.oid OPERATOR(pg_catalog.=) rel)));
+								   AND NOT (SELECT c.relispartition FROM pg_catalog.pg_class AS c WHERE c.oid OPERATOR(pg_catalog.=) rel))
+							   -- a new partition under a dlock_fence trigger (its truncate trigger, below)
+							   OR (cmd.command_tag OPERATOR(pg_catalog.=) 'CREATE TABLE'
+								   AND EXISTS (SELECT FROM pg_catalog.pg_partition_ancestors(rel) AS a
+												 JOIN pg_catalog.pg_trigger AS tr ON tr.tgrelid OPERATOR(pg_catalog.=) a.relid
+												WHERE a.relid OPERATOR(pg_catalog.<>) rel AND tr.tgfoid OPERATOR(pg_catalog.=) fence)));
 			IF ours IS NULL AND cmd.command_tag OPERATOR(pg_catalog.=) 'ALTER TABLE' THEN
 				SELECT COALESCE(pg_catalog.array_agg(l.transactionid), '{}') INTO ours
 				  FROM pg_catalog.pg_locks AS l
@@ -307,6 +342,59 @@ BEGIN
 					  HINT = pg_catalog.format('Create a dlock_fence trigger on table "%s" too.', t.child);
 		END LOOP;
 
+		-- A TRUNCATE fires only the truncate triggers of the tables it
+		-- empties (the view's untruncated): a fencing truncate trigger made
+		-- on a table with partitions or inheritance children, or a new
+		-- partition or child under one (CREATE TABLE, ALTER TABLE ...
+		-- INHERIT; ATTACH PARTITION warns below, with the view's reasons),
+		-- warns for each of them that has none of its own.
+		FOR t IN
+			WITH RECURSIVE truncfence AS (
+				SELECT tr.oid, tr.tgrelid AS relid, tr.tgname
+				  FROM pg_catalog.pg_trigger AS tr
+				 WHERE tr.tgfoid OPERATOR(pg_catalog.=) fence
+				   AND tr.tgenabled OPERATOR(pg_catalog.=) ANY ('{O,A}') AND tr.tgqual IS NULL
+				   AND (tr.tgtype::pg_catalog.int4 OPERATOR(pg_catalog.&) 99) OPERATOR(pg_catalog.=) 34
+			), target AS (
+				SELECT rel AS relid, ARRAY[rel] AS path
+				 WHERE (cmd.command_tag OPERATOR(pg_catalog.=) 'CREATE TRIGGER'
+						AND cmd.objid IN (SELECT truncfence.oid FROM truncfence))
+					OR cmd.command_tag OPERATOR(pg_catalog.=) 'CREATE TABLE'
+					OR (cmd.command_tag OPERATOR(pg_catalog.=) 'ALTER TABLE'
+						AND NOT (SELECT c.relispartition FROM pg_catalog.pg_class AS c WHERE c.oid OPERATOR(pg_catalog.=) rel)
+						AND EXISTS (SELECT FROM pg_catalog.pg_inherits AS i
+									 WHERE i.inhrelid OPERATOR(pg_catalog.=) rel AND i.xmin OPERATOR(pg_catalog.=) ANY (ours)))
+				UNION ALL
+				SELECT i.inhrelid, g.path OPERATOR(pg_catalog.||) i.inhrelid
+				  FROM pg_catalog.pg_inherits AS i
+				  JOIN target AS g ON i.inhparent OPERATOR(pg_catalog.=) g.relid
+				 WHERE i.inhrelid OPERATOR(pg_catalog.<>) ALL (g.path)
+			), up AS (
+				SELECT g.relid AS child, i.inhparent AS ancestor, 1 AS depth, ARRAY[g.relid, i.inhparent] AS path
+				  FROM (SELECT DISTINCT target.relid FROM target) AS g
+				  JOIN pg_catalog.pg_inherits AS i ON i.inhrelid OPERATOR(pg_catalog.=) g.relid
+				 WHERE g.relid NOT IN (SELECT truncfence.relid FROM truncfence)
+				UNION ALL
+				SELECT u.child, i.inhparent, u.depth OPERATOR(pg_catalog.+) 1, u.path OPERATOR(pg_catalog.||) i.inhparent
+				  FROM up AS u
+				  JOIN pg_catalog.pg_inherits AS i ON i.inhrelid OPERATOR(pg_catalog.=) u.ancestor
+				 WHERE i.inhparent OPERATOR(pg_catalog.<>) ALL (u.path)
+			)
+			SELECT w.child, w.parent, w.tgname
+			  FROM (SELECT DISTINCT ON (u.child) ch.relname AS child, pa.relname AS parent, f.tgname
+					  FROM up AS u
+					  JOIN truncfence AS f ON f.relid OPERATOR(pg_catalog.=) u.ancestor
+					  JOIN pg_catalog.pg_class AS ch ON ch.oid OPERATOR(pg_catalog.=) u.child
+					  JOIN pg_catalog.pg_class AS pa ON pa.oid OPERATOR(pg_catalog.=) u.ancestor
+					 ORDER BY u.child, u.depth, f.tgname) AS w
+			 ORDER BY w.child
+		LOOP
+			RAISE WARNING 'table "%" is not fenced against TRUNCATE by trigger "%" on relation "%"', t.child, t.tgname, t.parent
+				USING ERRCODE = '01000',
+					  DETAIL = 'A TRUNCATE of a partition or an inheritance child fires only its own triggers, not those of its ancestors.',
+					  HINT = pg_catalog.format('Create a BEFORE TRUNCATE trigger with dlock_fence on table "%s" too.', t.child);
+		END LOOP;
+
 		CONTINUE WHEN cmd.command_tag OPERATOR(pg_catalog.<>) 'ALTER TABLE';
 		-- DISABLE TRIGGER (by name, ALL or USER) of a dlock_fence trigger of
 		-- the table or, recursing, of its partitions.  pg_restore
@@ -348,24 +436,4 @@ BEGIN
 END
 $dlock$;
 COMMENT ON FUNCTION @extschema@.dlock_fence_ddl() IS
-	'event trigger: a WARNING when CREATE TRIGGER, ALTER TABLE ... ENABLE [REPLICA | ALWAYS] | DISABLE TRIGGER, CREATE TABLE ... INHERITS, ALTER TABLE ... INHERIT or ALTER TABLE ... ATTACH PARTITION leaves a dlock_fence trigger that does not fence its table';
-
--- CREATE EVENT TRIGGER needs a superuser: the script run by a superuser
--- creates it; run by an ordinary admin role (the psql form, pg_tle, or the
--- trusted extension, whose dlock_sql.control says superuser = false, so that
--- its script runs as the role that creates it) it goes without, and DDL
--- that leaves a dlock_fence trigger that does not fence gets no WARNING (the
--- view, and the trigger's own refusals when it fires, remain):
--- docs/editions.md.
-DO $dlock$
-BEGIN
-	CREATE EVENT TRIGGER dlock_fence_ddl ON ddl_command_end
-		WHEN TAG IN ('CREATE TRIGGER', 'ALTER TABLE', 'CREATE TABLE')
-		EXECUTE FUNCTION @extschema@.dlock_fence_ddl();
-	COMMENT ON EVENT TRIGGER dlock_fence_ddl IS
-		'dlock: warns when DDL leaves a dlock_fence trigger that does not fence its table (see the view dlock_fenced_tables)';
-EXCEPTION WHEN insufficient_privilege THEN
-	RAISE NOTICE 'event trigger dlock_fence_ddl was not created: only a superuser can create event triggers'
-		USING DETAIL = 'DDL that leaves a dlock_fence trigger that does not fence gets no WARNING; the view dlock_fenced_tables still lists it.';
-END
-$dlock$;
+	'event trigger: a WARNING when CREATE TRIGGER, ALTER TABLE ... ENABLE [REPLICA | ALWAYS] | DISABLE TRIGGER, CREATE TABLE ... INHERITS, ALTER TABLE ... INHERIT or ALTER TABLE ... ATTACH PARTITION leaves a dlock_fence trigger that does not fence its table, or a partition or inheritance child that a TRUNCATE of it would not fence';

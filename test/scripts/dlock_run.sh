@@ -491,6 +491,40 @@ check "lease expired during a stall: the command was killed" gone "$(cat "$work/
 grep -q 'lost the lease on "stall"' "$work/stall.err"
 check "lease expired during a stall: reported on stderr" test $? -eq 0
 
+# Stopped alone (kill -STOP of dlock-run's pid, not of the job) past the
+# deadline: its watchdog ends the command while dlock-run is still stopped,
+# before the lease expires on the server; continued, dlock-run reports the
+# loss (exit 70) and the watchdog ends with it.
+start_bg "$work/watch.out" "$work/watch.err" \
+	"$RUN" --name watch --ttl 2s -- bash -c 'echo $$ >"$0"; while :; do echo "$EPOCHREALTIME" >>"$0.beat"; sleep 0.05; done' "$work/watch.pid"
+p=$bg
+await "$work/watch.pid" 10
+watcher=$(ps -o pid=,comm= --ppid "$p" | awk '$2 == "dlock-run-watch" { print $1 }')
+kill -STOP "$p"
+gone "$(cat "$work/watch.pid")" 6
+is "$?" 0 "dlock-run stopped alone past the deadline: its watchdog ends the command while dlock-run is stopped"
+last_beat=$(grep . "$work/watch.pid.beat" | tail -n 1 | sed "s/,/./")
+watch_expiry=$(q -c "SELECT extract(epoch FROM expires_at) FROM dlock_leases WHERE name = 'watch'")
+kill -CONT "$p"
+reap "$p"
+is "$rc" 70 "dlock-run stopped alone past the deadline: exit 70 once continued"
+if awk -v b="$last_beat" -v e="$watch_expiry" 'BEGIN { exit !(b != "" && e != "" && b + 0 < e + 0) }'; then
+	ok "dlock-run stopped alone: the command's last write came before the lease expired on the server"
+else
+	not_ok "dlock-run stopped alone: the command's last write came before the lease expired on the server" \
+		"last write $last_beat, expiry $watch_expiry"
+fi
+if grep -q 'its watchdog sent SIGTERM' "$work/watch.err" && grep -q 'lost the lease on "watch"' "$work/watch.err"; then
+	ok "dlock-run stopped alone: the watchdog's action and the loss are reported"
+else
+	not_ok "dlock-run stopped alone: the watchdog's action and the loss are reported" "$(cat "$work/watch.err")"
+fi
+if [ -n "$watcher" ] && gone "$watcher" 2; then
+	ok "dlock-run stopped alone: the watchdog ($watcher) ends with dlock-run"
+else
+	not_ok "dlock-run stopped alone: the watchdog ends with dlock-run" "watchdog pid: '${watcher}'"
+fi
+
 # Database unreachable for longer than the TTL.
 start_bg "$work/down.out" "$work/down.err" \
 	"$RUN" --name down --ttl 2s -- sh -c 'echo $$ >"$0"; exec sleep 30' "$work/down.pid"

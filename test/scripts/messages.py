@@ -117,8 +117,14 @@ def sql_scripts():
     control = open(os.path.join(top, "dlock.control"), encoding="utf-8").read()
     version = re.search(r"^default_version\s*=\s*'([^']*)'", control, re.M).group(1)
     generated = "dlock--%s.sql" % version
-    return [os.path.join(top, f) for f in sorted(os.listdir(top))
-            if re.match(r"dlock--.*\.sql$", f) and f != generated]
+    scripts = [os.path.join(top, f) for f in sorted(os.listdir(top))
+               if re.match(r"dlock--.*\.sql$", f) and f != generated]
+    # and the files the update script's source includes (the Makefile)
+    included = set()
+    for f in scripts:
+        with open(f, encoding="utf-8") as fh:
+            included.update(re.findall(r"^-- @include (\S+)$", fh.read(), re.M))
+    return scripts + [os.path.join(top, f) for f in sorted(included)]
 
 
 def style_problems(kind, text):
