@@ -322,7 +322,18 @@ $dlock$;
 COMMENT ON FUNCTION @extschema@.dlock_sql_multi_members(pg_catalog.xid) IS
 	'internal (dlock_waiters): the members of the MultiXact x, none if x is not one';
 
-CREATE VIEW @extschema@.dlock_waiters AS
+-- The rows of dlock_waiters, as the C edition's function of that name
+-- gives them (head: the holder of the queue row's lock; since: when the
+-- wait for the tuple lock began, NULL for the head and the next in line;
+-- deadline: never known here).  SECURITY DEFINER: it reads dlock's tables.
+CREATE FUNCTION @extschema@.dlock_waiters_locks(
+	OUT name pg_catalog.text, OUT kind pg_catalog.text, OUT pid pg_catalog.int4,
+	OUT head pg_catalog.bool, OUT since pg_catalog.timestamptz,
+	OUT deadline pg_catalog.timestamptz)
+RETURNS SETOF record
+LANGUAGE sql VOLATILE PARALLEL RESTRICTED SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $dlock$
 	WITH lk AS MATERIALIZED (
 		SELECT l.locktype, l.database, l.relation, l.page, l.tuple, l.transactionid,
 			   l.pid, l.mode, l.granted, l.waitstart
@@ -378,39 +389,50 @@ CREATE VIEW @extschema@.dlock_waiters AS
 		 WHERE NOT s.held AND s.lx::pg_catalog.text OPERATOR(pg_catalog.<>) '0'
 		   AND (EXISTS (SELECT FROM live AS v WHERE v.xid OPERATOR(pg_catalog.=) s.lx)
 				OR pg_catalog.mxid_age(s.lx) OPERATOR(pg_catalog.>) 0)
-	), w AS (
-		SELECT x.name, 'waiting'::pg_catalog.text AS kind, x.pid, x.waitstart,
-			   pg_catalog.row_number() OVER (PARTITION BY x.name ORDER BY x.rank, x.waitstart, x.pid)::pg_catalog.int4 AS position
-		  FROM queued AS x
-		UNION ALL
-		SELECT y.name, 'pinning', y.pid, NULL, NULL FROM pinned AS y
 	)
+	SELECT x.name, 'waiting'::pg_catalog.text, x.pid, x.rank OPERATOR(pg_catalog.=) 0, x.waitstart,
+		   NULL::pg_catalog.timestamptz
+	  FROM queued AS x
+	UNION ALL
+	SELECT y.name, 'pinning', y.pid, false, NULL, NULL FROM pinned AS y
+$dlock$;
+COMMENT ON FUNCTION @extschema@.dlock_waiters_locks() IS
+	'the lock manager''s view of dlock''s waiting acquires (head: holds the name''s queue lock) and check protections, by lease name, with the wait''s start and deadline where known; dlock_waiters shows it';
+
+CREATE VIEW @extschema@.dlock_waiters AS
 	SELECT w.name,
 		   w.kind,
 		   CASE WHEN v.visible THEN w.pid END AS pid,
 		   CASE WHEN v.visible THEN a.usename END AS role,
-		   CASE WHEN w.kind OPERATOR(pg_catalog.=) 'pinning' THEN a.xact_start
-				ELSE coalesce(w.waitstart, a.query_start) END AS since,
-		   w.position,
-		   NULL::pg_catalog.timestamptz AS deadline,
+		   coalesce(w.since, CASE WHEN w.kind OPERATOR(pg_catalog.=) 'pinning'
+								  THEN a.xact_start ELSE a.query_start END) AS since,
+		   -- The head, then the holder of the tuple lock (no since), then
+		   -- those waiting for it in their order.
+		   CASE WHEN w.kind OPERATOR(pg_catalog.=) 'waiting'
+				THEN pg_catalog.row_number() OVER (
+						 PARTITION BY w.name, w.kind
+						 ORDER BY w.head DESC, w.since IS NOT NULL, w.since, w.pid)::pg_catalog.int4
+			END AS position,
+		   w.deadline,
 		   CASE WHEN v.visible THEN a.state END AS state,
-		   s.expires_at AS lease_expires_at
-	  FROM w
-	  LEFT JOIN lease AS s ON s.name OPERATOR(pg_catalog.=) w.name
+		   e.expires_at AS lease_expires_at
+	  FROM @extschema@.dlock_waiters_locks() AS w
 	  LEFT JOIN pg_catalog.pg_stat_activity AS a ON a.pid OPERATOR(pg_catalog.=) w.pid
-	 CROSS JOIN LATERAL (SELECT coalesce(pg_catalog.pg_has_role(a.usesysid, 'USAGE')
-										 OR pg_catalog.pg_has_role('pg_read_all_stats', 'USAGE'), false) AS visible) AS v;
+	  LEFT JOIN @extschema@.dlock_expiry AS e ON e.name OPERATOR(pg_catalog.=) w.name
+	 CROSS JOIN LATERAL (
+		SELECT coalesce(pg_catalog.pg_has_role(a.usesysid, 'MEMBER')
+						OR pg_catalog.pg_has_role('pg_read_all_stats', 'MEMBER'), false) AS visible) AS v;
 COMMENT ON VIEW @extschema@.dlock_waiters IS
-	'acquires waiting for a lease (kind waiting) and transactions whose check protection holds back the hand-over of a lease that is no longer held (kind pinning); SQL edition: read from the row locks (docs/editions.md)';
+	'waiting acquires (kind waiting) and transactions that keep a lease no longer held from changing hands with its check protection (kind pinning)';
 COMMENT ON COLUMN @extschema@.dlock_waiters.name IS 'the lock name';
 COMMENT ON COLUMN @extschema@.dlock_waiters.kind IS 'waiting: an acquire waiting for the lease; pinning: a transaction holding the check protection of a lease that is no longer held';
-COMMENT ON COLUMN @extschema@.dlock_waiters.pid IS 'the backend; NULL unless the current role may see its activity (a member of its role, or of pg_read_all_stats)';
-COMMENT ON COLUMN @extschema@.dlock_waiters.role IS 'the role of the backend (pg_stat_activity.usename), NULL as pid';
-COMMENT ON COLUMN @extschema@.dlock_waiters.since IS 'waiting: when the wait began (pg_locks.waitstart; for the first two in line, the start of the waiting statement); pinning: the start of the pinning transaction';
-COMMENT ON COLUMN @extschema@.dlock_waiters.position IS 'place in the queue of the name, 1 the head (the lock manager''s order: pg_locks.waitstart); NULL for pinning';
-COMMENT ON COLUMN @extschema@.dlock_waiters.deadline IS 'when the wait ends at the latest; NULL: not known (SQL edition)';
-COMMENT ON COLUMN @extschema@.dlock_waiters.state IS 'pg_stat_activity.state of the backend, NULL as pid';
-COMMENT ON COLUMN @extschema@.dlock_waiters.lease_expires_at IS 'when the lease expires or expired';
+COMMENT ON COLUMN @extschema@.dlock_waiters.pid IS 'the backend; NULL unless the current role is a member of its role or of pg_read_all_stats';
+COMMENT ON COLUMN @extschema@.dlock_waiters.role IS 'the backend''s role; NULL unless the current role is a member of it or of pg_read_all_stats';
+COMMENT ON COLUMN @extschema@.dlock_waiters.since IS 'waiting: when the acquire began (with shared_preload_libraries; else when it began to wait in the lock manager, or its statement''s start); pinning: its transaction''s start';
+COMMENT ON COLUMN @extschema@.dlock_waiters.position IS 'waiting: 1 for the head of the queue (the one that looks at the lease), then by pg_locks.waitstart order; pinning: NULL';
+COMMENT ON COLUMN @extschema@.dlock_waiters.deadline IS 'waiting: when the acquire gives up (with shared_preload_libraries; else NULL); pinning: NULL';
+COMMENT ON COLUMN @extschema@.dlock_waiters.state IS 'the backend''s state (pg_stat_activity.state), with the same visibility';
+COMMENT ON COLUMN @extschema@.dlock_waiters.lease_expires_at IS 'when the lease expires or expired; NULL if the name has no lease row';
 GRANT SELECT ON @extschema@.dlock_waiters TO PUBLIC;
 
 -- Lock dlock_sql_stats_lock for this cleanup without waiting, and make
