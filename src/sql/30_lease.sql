@@ -564,21 +564,25 @@ COMMENT ON FUNCTION @extschema@.dlock_remaining(pg_catalog.text, pg_catalog.int8
 -- The holder's own renewal: only the expiry row.  The UPDATE waits only for
 -- another change of that row in progress (a renewal, a release, a hand-over
 -- that found the lease free), never for a checker or a waiter.
-CREATE FUNCTION @extschema@.dlock_sql_extend(name pg_catalog.text, token pg_catalog.int8, ttl pg_catalog.interval)
+CREATE FUNCTION @extschema@.dlock_sql_extend(name pg_catalog.text, token pg_catalog.int8, ttl pg_catalog.interval,
+	by_owner pg_catalog.bool DEFAULT false)
 RETURNS pg_catalog.bool
 LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
 AS $dlock$
 BEGIN
+	-- The counters are columns of the row (70_stats.sql).
 	UPDATE @extschema@.dlock_expiry AS e
-	   SET expires_at = @extschema@.dlock_sql_expiry($3, pg_catalog.clock_timestamp())
+	   SET expires_at = @extschema@.dlock_sql_expiry($3, pg_catalog.clock_timestamp()),
+		   renewals = e.renewals + CASE WHEN $4 THEN 0 ELSE 1 END,
+		   owner_renewals = e.owner_renewals + CASE WHEN $4 THEN 1 ELSE 0 END
 	 WHERE e.name = $1 AND e.token = $2
 	   AND e.released_at IS NULL AND e.expires_at > pg_catalog.clock_timestamp();
 	RETURN FOUND;
 END
 $dlock$;
-REVOKE ALL ON FUNCTION @extschema@.dlock_sql_extend(pg_catalog.text, pg_catalog.int8, pg_catalog.interval) FROM PUBLIC;
-COMMENT ON FUNCTION @extschema@.dlock_sql_extend(pg_catalog.text, pg_catalog.int8, pg_catalog.interval) IS
-	'internal: move the expiry of the unexpired lease of token to now + ttl; false if it is not held by token';
+REVOKE ALL ON FUNCTION @extschema@.dlock_sql_extend(pg_catalog.text, pg_catalog.int8, pg_catalog.interval, pg_catalog.bool) FROM PUBLIC;
+COMMENT ON FUNCTION @extschema@.dlock_sql_extend(pg_catalog.text, pg_catalog.int8, pg_catalog.interval, pg_catalog.bool) IS
+	'internal: move the expiry of the unexpired lease of token to now + ttl, counted as a renewal or (by_owner) an owner''s renewal; false if it is not held by token';
 
 -- Find the lease held by token for a change by its holder: true, or false
 -- (not held by token), or 42501 for a role that may not act for the holder.
@@ -646,7 +650,7 @@ BEGIN
 	IF NOT r.held OR r.token <> $2 THEN
 		RETURN false;
 	END IF;
-	UPDATE @extschema@.dlock_expiry AS e SET released_at = pg_catalog.clock_timestamp()
+	UPDATE @extschema@.dlock_expiry AS e SET released_at = pg_catalog.clock_timestamp(), releases = e.releases + 1
 	 WHERE e.name = $1 AND e.token = $2
 	   AND e.released_at IS NULL AND e.expires_at > pg_catalog.clock_timestamp();
 	IF NOT FOUND THEN
@@ -709,7 +713,7 @@ COMMENT ON FUNCTION @extschema@.dlock_renew(pg_catalog.text, pg_catalog.int8, pg
 -- rule; dlock_sql_history(), computed once by the acquire).
 CREATE FUNCTION @extschema@.dlock_sql_write_new(name pg_catalog.text, last pg_catalog.int8, token pg_catalog.int8,
 	owner pg_catalog.text, caller pg_catalog.oid, now pg_catalog.timestamptz, expires_at pg_catalog.timestamptz,
-	hist record)
+	hist record, waited_us pg_catalog.int8 DEFAULT NULL)
 RETURNS void
 LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
 AS $dlock$
@@ -720,7 +724,10 @@ BEGIN
 	IF last IS NULL THEN
 		INSERT INTO @extschema@.dlock_lease AS l
 			VALUES ($1, $3, $4, rolname, caller, hist.system_identifier, hist.counter_relfilenode, $6);
-		INSERT INTO @extschema@.dlock_expiry VALUES ($1, $3, $7, NULL);
+		INSERT INTO @extschema@.dlock_expiry AS e (name, token, expires_at, released_at, acquisitions,
+												  waits, wait_us, wait_max_us, wait_max_at)
+			VALUES ($1, $3, $7, NULL, 1, CASE WHEN $9 IS NULL THEN 0 ELSE 1 END, coalesce($9, 0),
+					coalesce($9, 0), CASE WHEN $9 IS NOT NULL THEN $6 END);
 		-- The queue row comes with the lease row, committed before anyone
 		-- waits: a waiter that had to insert it would wait for the
 		-- inserting transaction, not in the row lock's queue (40_wait.sql).
@@ -732,14 +739,28 @@ BEGIN
 		   role_system_identifier = hist.system_identifier,
 		   role_counter_relfilenode = hist.counter_relfilenode, acquired_at = $6
 	 WHERE l.name = $1;
+	-- The counters (70_stats.sql): a lease that expired without a release
+	-- is lost, and taken over now.  A longest wait older than the name's
+	-- reset is replaced.
 	UPDATE @extschema@.dlock_expiry AS e
-	   SET token = $3, expires_at = $7, released_at = NULL
+	   SET token = $3, expires_at = $7, released_at = NULL,
+		   acquisitions = e.acquisitions + 1,
+		   takeovers = e.takeovers + CASE WHEN e.released_at IS NULL THEN 1 ELSE 0 END,
+		   lost = e.lost + CASE WHEN e.released_at IS NULL THEN 1 ELSE 0 END,
+		   waits = e.waits + CASE WHEN $9 IS NULL THEN 0 ELSE 1 END,
+		   wait_us = e.wait_us + coalesce($9, 0),
+		   wait_max_us = CASE WHEN $9 IS NULL THEN e.wait_max_us
+							  WHEN $9 > e.wait_max_us OR e.wait_max_at <= @extschema@.dlock_sql_stats_reset_at(e.name, e.stats_since)
+							  THEN $9 ELSE e.wait_max_us END,
+		   wait_max_at = CASE WHEN $9 IS NULL THEN e.wait_max_at
+							  WHEN $9 > e.wait_max_us OR e.wait_max_at <= @extschema@.dlock_sql_stats_reset_at(e.name, e.stats_since)
+							  THEN $6 ELSE e.wait_max_at END
 	 WHERE e.name = $1;
 END
 $dlock$;
-REVOKE ALL ON FUNCTION @extschema@.dlock_sql_write_new(pg_catalog.text, pg_catalog.int8, pg_catalog.int8, pg_catalog.text, pg_catalog.oid, pg_catalog.timestamptz, pg_catalog.timestamptz, record) FROM PUBLIC;
-COMMENT ON FUNCTION @extschema@.dlock_sql_write_new(pg_catalog.text, pg_catalog.int8, pg_catalog.int8, pg_catalog.text, pg_catalog.oid, pg_catalog.timestamptz, pg_catalog.timestamptz, record) IS
-	'internal: write the rows of a new lease (insert for a new name, with its queue row; else update)';
+REVOKE ALL ON FUNCTION @extschema@.dlock_sql_write_new(pg_catalog.text, pg_catalog.int8, pg_catalog.int8, pg_catalog.text, pg_catalog.oid, pg_catalog.timestamptz, pg_catalog.timestamptz, record, pg_catalog.int8) FROM PUBLIC;
+COMMENT ON FUNCTION @extschema@.dlock_sql_write_new(pg_catalog.text, pg_catalog.int8, pg_catalog.int8, pg_catalog.text, pg_catalog.oid, pg_catalog.timestamptz, pg_catalog.timestamptz, record, pg_catalog.int8) IS
+	'internal: write the rows of a new lease (insert for a new name, with its queue row; else update), counted (waited_us: how long the acquire waited, NULL if it did not)';
 
 -- The hand-over, inside the exception block of the acquire (40_wait.sql):
 -- lock the lease row (FOR UPDATE: waits for every checker), then the
@@ -748,7 +769,7 @@ COMMENT ON FUNCTION @extschema@.dlock_sql_write_new(pg_catalog.text, pg_catalog.
 -- raises DLKBY, so that the block gives back every lock taken here.
 -- nowait (wait => 0): SKIP LOCKED and NOWAIT instead of waiting.
 CREATE FUNCTION @extschema@.dlock_sql_take(name pg_catalog.text, ttl pg_catalog.interval, owner pg_catalog.text,
-	caller pg_catalog.oid, nowait pg_catalog.bool)
+	caller pg_catalog.oid, nowait pg_catalog.bool, waited_us pg_catalog.int8 DEFAULT NULL)
 RETURNS pg_catalog.int8
 LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
 AS $dlock$
@@ -775,7 +796,7 @@ BEGIN
 		IF $3 IS NOT NULL AND l.owner = $3
 		   AND @extschema@.dlock_sql_acts_for(caller, @extschema@.dlock_sql_holder(l.role, l.role_oid,
 				l.role_system_identifier, l.role_counter_relfilenode))
-		   AND @extschema@.dlock_sql_extend($1, l.token, $2) THEN
+		   AND @extschema@.dlock_sql_extend($1, l.token, $2, true) THEN
 			RETURN l.token;
 		END IF;
 		RAISE EXCEPTION 'busy' USING ERRCODE = 'DLKBY';
@@ -797,18 +818,23 @@ BEGIN
 	-- through passes every check at any now; any other is checked again.
 	PERFORM @extschema@.dlock_sql_write_new($1, l.token, t, $3, caller, now,
 		CASE WHEN pg_catalog.date_trunc('day', $2) = '0'::pg_catalog.interval THEN now + $2
-			 ELSE @extschema@.dlock_sql_expiry($2, now) END, hist);
+			 ELSE @extschema@.dlock_sql_expiry($2, now) END, hist, $6);
 	PERFORM @extschema@.dlock_sql_event($1, CASE WHEN l.name IS NULL OR e.released_at IS NOT NULL
 												THEN 'acquired' ELSE 'taken_over' END, t, $3);
 	RETURN t;
 END
 $dlock$;
-REVOKE ALL ON FUNCTION @extschema@.dlock_sql_take(pg_catalog.text, pg_catalog.interval, pg_catalog.text, pg_catalog.oid, pg_catalog.bool) FROM PUBLIC;
-COMMENT ON FUNCTION @extschema@.dlock_sql_take(pg_catalog.text, pg_catalog.interval, pg_catalog.text, pg_catalog.oid, pg_catalog.bool) IS
+REVOKE ALL ON FUNCTION @extschema@.dlock_sql_take(pg_catalog.text, pg_catalog.interval, pg_catalog.text, pg_catalog.oid, pg_catalog.bool, pg_catalog.int8) FROM PUBLIC;
+COMMENT ON FUNCTION @extschema@.dlock_sql_take(pg_catalog.text, pg_catalog.interval, pg_catalog.text, pg_catalog.oid, pg_catalog.bool, pg_catalog.int8) IS
 	'internal: hand the lease of name to the caller if it is free under the row locks (raises DLKBY if not)';
 
 -- dlock_cleanup: rows of leases not held and idle for older_than; each is
--- locked without waiting (a checker's or a hand-over's lock skips it).
+-- locked without waiting (a checker's or a hand-over's lock skips it), so
+-- an acquire never waits for a cleanup beyond its own wait, and a cleanup
+-- never waits for anything.  The counters of the rows it deletes go to
+-- dlock_stats_retired in the same transaction (70_stats.sql): one cleanup
+-- (or reset) at a time; another one's open transaction makes it delete
+-- nothing, at once.  EXECUTE may be granted to an application role.
 CREATE FUNCTION @extschema@.dlock_cleanup(
 	older_than pg_catalog.interval DEFAULT '1 day',
 	max_rows pg_catalog.int4 DEFAULT 1000)
@@ -829,6 +855,9 @@ BEGIN
 	END IF;
 	PERFORM @extschema@.dlock_sql_writable('dlock_cleanup()');
 	PERFORM @extschema@.dlock_sql_no_prepare();
+	IF NOT @extschema@.dlock_sql_retire_lock() THEN
+		RETURN 0;
+	END IF;
 	WITH idle AS (
 		SELECT l.name FROM @extschema@.dlock_lease AS l
 		  JOIN @extschema@.dlock_expiry AS e ON e.name = l.name
@@ -838,11 +867,36 @@ BEGIN
 		   FOR UPDATE OF l, e SKIP LOCKED
 	), gone AS (
 		DELETE FROM @extschema@.dlock_expiry AS e USING idle
-		 WHERE e.name = idle.name RETURNING e.name
+		 WHERE e.name = idle.name RETURNING e.*
+	), lease AS (
+		DELETE FROM @extschema@.dlock_lease AS l USING gone
+		 WHERE l.name = gone.name
+	), base AS (
+		DELETE FROM @extschema@.dlock_sql_stats_base AS b USING gone
+		 WHERE b.name = gone.name RETURNING b.*, b.stats_since = gone.stats_since AS valid
+	), s AS (
+		-- A lease deleted that had expired without a release is lost.
+		SELECT pg_catalog.count(*) AS n,
+			   coalesce(pg_catalog.sum(g.acquisitions - coalesce(b.acquisitions, 0)), 0) AS acquisitions,
+			   coalesce(pg_catalog.sum(g.owner_renewals - coalesce(b.owner_renewals, 0)), 0) AS owner_renewals,
+			   coalesce(pg_catalog.sum(g.renewals - coalesce(b.renewals, 0)), 0) AS renewals,
+			   coalesce(pg_catalog.sum(g.releases - coalesce(b.releases, 0)), 0) AS releases,
+			   coalesce(pg_catalog.sum(g.takeovers - coalesce(b.takeovers, 0)), 0) AS takeovers,
+			   coalesce(pg_catalog.sum(g.lost - coalesce(b.lost, 0)
+									   + CASE WHEN g.released_at IS NULL THEN 1 ELSE 0 END), 0) AS lost,
+			   coalesce(pg_catalog.sum(g.waits - coalesce(b.waits, 0)), 0) AS waits,
+			   coalesce(pg_catalog.sum(g.wait_us - coalesce(b.wait_us, 0)), 0) AS wait_us,
+			   coalesce(pg_catalog.max(CASE WHEN b.stats_reset IS NULL OR g.wait_max_at > b.stats_reset
+											THEN g.wait_max_us ELSE 0 END), 0) AS wait_max_us
+		  FROM gone AS g LEFT JOIN base AS b ON b.name = g.name AND b.valid
 	)
-	DELETE FROM @extschema@.dlock_lease AS l USING gone
-	 WHERE l.name = gone.name;
-	GET DIAGNOSTICS n = ROW_COUNT;
+	UPDATE @extschema@.dlock_stats_retired AS r
+	   SET acquisitions = r.acquisitions + s.acquisitions, owner_renewals = r.owner_renewals + s.owner_renewals,
+		   renewals = r.renewals + s.renewals, releases = r.releases + s.releases,
+		   takeovers = r.takeovers + s.takeovers, lost = r.lost + s.lost, waits = r.waits + s.waits,
+		   wait_us = r.wait_us + s.wait_us, wait_max_us = GREATEST(r.wait_max_us, s.wait_max_us)
+	  FROM s
+	RETURNING s.n INTO n;
 	-- Queues nobody waits in (a waiter's lock skips its row).
 	DELETE FROM @extschema@.dlock_sql_queue AS q
 	 WHERE q.name = ANY (ARRAY(

@@ -46,9 +46,10 @@ REVOKE ALL ON FUNCTION @extschema@.dlock_sql_bound(pg_catalog.timestamptz, pg_ca
 COMMENT ON FUNCTION @extschema@.dlock_sql_bound(pg_catalog.timestamptz, pg_catalog.int8) IS
 	'internal: bound the next lock wait by the acquire''s deadline (and the caller''s lock_timeout)';
 
--- Join the queue of name: lock its row FOR UPDATE, waiting in line.
+-- Join the queue of name: lock its row FOR UPDATE, waiting in line; true
+-- if it had to wait (the counters, 70_stats.sql).
 CREATE FUNCTION @extschema@.dlock_sql_queue_join(name pg_catalog.text, deadline pg_catalog.timestamptz, caller_ms pg_catalog.int8)
-RETURNS void
+RETURNS pg_catalog.bool
 LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
 AS $dlock$
 BEGIN
@@ -60,10 +61,14 @@ BEGIN
 			PERFORM @extschema@.dlock_sql_bound($2, $3);
 			INSERT INTO @extschema@.dlock_sql_queue VALUES ($1) ON CONFLICT DO NOTHING;
 		END IF;
+		PERFORM FROM @extschema@.dlock_sql_queue AS q WHERE q.name = $1 FOR UPDATE SKIP LOCKED;
+		IF FOUND THEN
+			RETURN false;
+		END IF;
 		PERFORM @extschema@.dlock_sql_bound($2, $3);
 		PERFORM FROM @extschema@.dlock_sql_queue AS q WHERE q.name = $1 FOR UPDATE;
 		IF FOUND THEN
-			RETURN;
+			RETURN true;
 		END IF;
 	END LOOP;
 	RAISE EXCEPTION 'busy' USING ERRCODE = 'DLKBY';
@@ -79,7 +84,8 @@ COMMENT ON FUNCTION @extschema@.dlock_sql_queue_join(pg_catalog.text, pg_catalog
 -- nothing else can have changed (READ COMMITTED; under REPEATABLE READ
 -- every look is a full one, which raises 40001 on a change).
 CREATE FUNCTION @extschema@.dlock_sql_head(name pg_catalog.text, ttl pg_catalog.interval, owner pg_catalog.text,
-	caller pg_catalog.oid, deadline pg_catalog.timestamptz, caller_ms pg_catalog.int8)
+	caller pg_catalog.oid, deadline pg_catalog.timestamptz, caller_ms pg_catalog.int8,
+	waited pg_catalog.bool DEFAULT false, start pg_catalog.timestamptz DEFAULT NULL)
 RETURNS pg_catalog.int8
 LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
 AS $dlock$
@@ -94,13 +100,16 @@ BEGIN
 	LOOP
 		IF NOT r.held OR ($3 IS NOT NULL AND r.owner = $3 AND @extschema@.dlock_sql_acts_for($4, r.holder)) THEN
 			PERFORM @extschema@.dlock_sql_bound($5, $6);
-			RETURN @extschema@.dlock_sql_take($1, $2, $3, $4, false);
+			RETURN @extschema@.dlock_sql_take($1, $2, $3, $4, false,
+				CASE WHEN waited THEN pg_catalog.round(EXTRACT(epoch FROM pg_catalog.clock_timestamp() - $8)
+													  * 1000000)::pg_catalog.int8 END);
 		END IF;
 		pause := LEAST(poll, r.expires_at - pg_catalog.clock_timestamp(), $5 - pg_catalog.clock_timestamp());
 		IF pause <= '0'::pg_catalog.interval AND pg_catalog.clock_timestamp() >= $5 THEN
 			RAISE EXCEPTION 'busy' USING ERRCODE = 'DLKBY';
 		END IF;
 		PERFORM pg_catalog.pg_sleep(GREATEST(EXTRACT(epoch FROM pause), 0)::pg_catalog.float8);
+		waited := true;
 		SELECT x.token, x.expires_at, x.released_at INTO e
 		  FROM @extschema@.dlock_expiry AS x WHERE x.name = $1;
 		IF cheap AND e.token = r.token AND e.released_at IS NULL
@@ -112,9 +121,9 @@ BEGIN
 	END LOOP;
 END
 $dlock$;
-REVOKE ALL ON FUNCTION @extschema@.dlock_sql_head(pg_catalog.text, pg_catalog.interval, pg_catalog.text, pg_catalog.oid, pg_catalog.timestamptz, pg_catalog.int8) FROM PUBLIC;
-COMMENT ON FUNCTION @extschema@.dlock_sql_head(pg_catalog.text, pg_catalog.interval, pg_catalog.text, pg_catalog.oid, pg_catalog.timestamptz, pg_catalog.int8) IS
-	'internal: the head of the queue of name polls the lease until it is free or the deadline passes';
+REVOKE ALL ON FUNCTION @extschema@.dlock_sql_head(pg_catalog.text, pg_catalog.interval, pg_catalog.text, pg_catalog.oid, pg_catalog.timestamptz, pg_catalog.int8, pg_catalog.bool, pg_catalog.timestamptz) FROM PUBLIC;
+COMMENT ON FUNCTION @extschema@.dlock_sql_head(pg_catalog.text, pg_catalog.interval, pg_catalog.text, pg_catalog.oid, pg_catalog.timestamptz, pg_catalog.int8, pg_catalog.bool, pg_catalog.timestamptz) IS
+	'internal: the head of the queue of name polls the lease until it is free or the deadline passes (waited, start: whether and since when the acquire has waited, for the counters)';
 
 -- The one exception block of an acquire (see the top of this file).
 CREATE FUNCTION @extschema@.dlock_sql_acquire_locked(name pg_catalog.text, ttl pg_catalog.interval, owner pg_catalog.text,
@@ -129,6 +138,7 @@ DECLARE
 	-- builds a row for every setting (0.7 ms).
 	caller_ms pg_catalog.int8 := pg_catalog.round(EXTRACT(epoch FROM saved::pg_catalog.interval) * 1000)::pg_catalog.int8;
 	t pg_catalog.int8;
+	start pg_catalog.timestamptz := pg_catalog.clock_timestamp();
 BEGIN
 	BEGIN
 		IF nowait THEN
@@ -141,8 +151,8 @@ BEGIN
 			END IF;
 			t := @extschema@.dlock_sql_take($1, $2, $3, $4, true);
 		ELSE
-			PERFORM @extschema@.dlock_sql_queue_join($1, $5, caller_ms);
-			t := @extschema@.dlock_sql_head($1, $2, $3, $4, $5, caller_ms);
+			t := @extschema@.dlock_sql_head($1, $2, $3, $4, $5, caller_ms,
+				@extschema@.dlock_sql_queue_join($1, $5, caller_ms), start);
 		END IF;
 	EXCEPTION
 		WHEN lock_not_available THEN
@@ -225,7 +235,7 @@ BEGIN
 	IF r.held THEN
 		IF $4 IS NOT NULL AND r.owner = $4 AND @extschema@.dlock_sql_acts_for(caller, r.holder) THEN
 			-- The owner's renewal: only the expiry row, no block.
-			IF @extschema@.dlock_sql_extend($1, r.token, $2) THEN
+			IF @extschema@.dlock_sql_extend($1, r.token, $2, true) THEN
 				RETURN r.token;
 			END IF;
 		ELSIF wait_us = 0 THEN

@@ -1,0 +1,491 @@
+-- Copyright (c) 2026, the dlock developers
+--
+-- 70_stats.sql: operators' views of the SQL edition (issue 27 items 1 and
+-- 3, and the cleanup counters of item 8; docs/editions.md, "Counters,
+-- waiters and cleanup").
+--
+-- Counters (item 1).  Every counted call already writes the name's row of
+-- dlock_expiry: a hand-over (dlock_sql_write_new), a renewal and an
+-- owner's renewal (dlock_sql_extend), a release.  The counters are columns
+-- of that row, set by that same INSERT or UPDATE: no other row, no other
+-- WAL record.  A busy answer writes nothing, and a refusal (LK001) or an
+-- acquire that waited in vain ends without a write that commits: busy,
+-- fence_refusals and wait_timeouts are NULL in this edition (the C edition
+-- counts them in shared memory), and waits, wait_time and wait_time_max
+-- count only the waits that ended with a new token.
+--
+-- A reset writes none of those rows (it would wait for every renewal in
+-- progress and hold back the next ones): it records the counters as they
+-- are, per name, in dlock_sql_stats_base, and the views subtract them.  The
+-- longest wait is not a sum: the row keeps when it was recorded
+-- (wait_max_at), and a maximum older than the name's reset counts as 0.
+-- dlock_cleanup and a reset of one name add what they take out of the
+-- per-name counters to the one row of dlock_stats_retired, so that the
+-- totals never go down except by a reset of everything.
+
+ALTER TABLE @extschema@.dlock_expiry
+	ADD COLUMN acquisitions pg_catalog.int8 NOT NULL DEFAULT 0,
+	ADD COLUMN owner_renewals pg_catalog.int8 NOT NULL DEFAULT 0,
+	ADD COLUMN renewals pg_catalog.int8 NOT NULL DEFAULT 0,
+	ADD COLUMN releases pg_catalog.int8 NOT NULL DEFAULT 0,
+	ADD COLUMN takeovers pg_catalog.int8 NOT NULL DEFAULT 0,
+	ADD COLUMN lost pg_catalog.int8 NOT NULL DEFAULT 0,
+	ADD COLUMN waits pg_catalog.int8 NOT NULL DEFAULT 0,
+	ADD COLUMN wait_us pg_catalog.int8 NOT NULL DEFAULT 0,
+	ADD COLUMN wait_max_us pg_catalog.int8 NOT NULL DEFAULT 0,
+	ADD COLUMN wait_max_at pg_catalog.timestamptz,
+	ADD COLUMN stats_since pg_catalog.timestamptz NOT NULL DEFAULT pg_catalog.clock_timestamp();
+COMMENT ON COLUMN @extschema@.dlock_expiry.acquisitions IS 'new tokens issued for the name since stats_since';
+COMMENT ON COLUMN @extschema@.dlock_expiry.owner_renewals IS 'acquires by the holder''s owner that kept the token';
+COMMENT ON COLUMN @extschema@.dlock_expiry.renewals IS 'successful dlock_renew calls';
+COMMENT ON COLUMN @extschema@.dlock_expiry.releases IS 'dlock_release calls that released the lease';
+COMMENT ON COLUMN @extschema@.dlock_expiry.takeovers IS 'acquisitions of a lease that had expired without a release';
+COMMENT ON COLUMN @extschema@.dlock_expiry.lost IS 'leases that expired without a release, counted at the takeover';
+COMMENT ON COLUMN @extschema@.dlock_expiry.waits IS 'acquisitions that waited before they got their token';
+COMMENT ON COLUMN @extschema@.dlock_expiry.wait_us IS 'total wait of those acquisitions, in microseconds';
+COMMENT ON COLUMN @extschema@.dlock_expiry.wait_max_us IS 'the longest of those waits, in microseconds';
+COMMENT ON COLUMN @extschema@.dlock_expiry.wait_max_at IS 'when the longest wait ended (a maximum older than the name''s reset counts as 0)';
+COMMENT ON COLUMN @extschema@.dlock_expiry.stats_since IS 'when this row was created: the counters start from 0 then';
+
+-- The counters of a name as they were at its last reset (dlock_stats_reset).
+-- stats_since ties a baseline to the row it was taken of: a row made anew
+-- (dlock_cleanup, then an acquire) is not measured against an old one.
+CREATE TABLE @extschema@.dlock_sql_stats_base (
+	name		pg_catalog.text COLLATE pg_catalog."C" NOT NULL,
+	stats_since	pg_catalog.timestamptz NOT NULL,
+	acquisitions pg_catalog.int8 NOT NULL,
+	owner_renewals pg_catalog.int8 NOT NULL,
+	renewals	pg_catalog.int8 NOT NULL,
+	releases	pg_catalog.int8 NOT NULL,
+	takeovers	pg_catalog.int8 NOT NULL,
+	lost		pg_catalog.int8 NOT NULL,
+	waits		pg_catalog.int8 NOT NULL,
+	wait_us		pg_catalog.int8 NOT NULL,
+	stats_reset	pg_catalog.timestamptz NOT NULL,
+	CONSTRAINT dlock_sql_stats_base_pkey PRIMARY KEY (name)
+);
+REVOKE ALL ON TABLE @extschema@.dlock_sql_stats_base FROM PUBLIC;
+COMMENT ON TABLE @extschema@.dlock_sql_stats_base IS
+	'dlock counters (SQL edition): the counters of dlock_expiry at the last dlock_stats_reset of each name, which dlock_stats subtracts';
+COMMENT ON COLUMN @extschema@.dlock_sql_stats_base.name IS 'the lock name';
+COMMENT ON COLUMN @extschema@.dlock_sql_stats_base.stats_since IS 'stats_since of the dlock_expiry row the baseline was taken of';
+COMMENT ON COLUMN @extschema@.dlock_sql_stats_base.acquisitions IS 'acquisitions at the reset';
+COMMENT ON COLUMN @extschema@.dlock_sql_stats_base.owner_renewals IS 'owner_renewals at the reset';
+COMMENT ON COLUMN @extschema@.dlock_sql_stats_base.renewals IS 'renewals at the reset';
+COMMENT ON COLUMN @extschema@.dlock_sql_stats_base.releases IS 'releases at the reset';
+COMMENT ON COLUMN @extschema@.dlock_sql_stats_base.takeovers IS 'takeovers at the reset';
+COMMENT ON COLUMN @extschema@.dlock_sql_stats_base.lost IS 'lost at the reset';
+COMMENT ON COLUMN @extschema@.dlock_sql_stats_base.waits IS 'waits at the reset';
+COMMENT ON COLUMN @extschema@.dlock_sql_stats_base.wait_us IS 'wait_us at the reset';
+COMMENT ON COLUMN @extschema@.dlock_sql_stats_base.stats_reset IS 'when the name''s counters were reset';
+
+-- What the counters of deleted rows (dlock_cleanup) and of names reset one
+-- at a time added up to: at most one row, part of dlock_stats_total, made
+-- by the first cleanup or reset (a row made by the script would collide,
+-- at a restore, with the dumped one).
+CREATE TABLE @extschema@.dlock_stats_retired (
+	one			pg_catalog.bool NOT NULL DEFAULT true,
+	acquisitions pg_catalog.int8 NOT NULL DEFAULT 0,
+	owner_renewals pg_catalog.int8 NOT NULL DEFAULT 0,
+	renewals	pg_catalog.int8 NOT NULL DEFAULT 0,
+	releases	pg_catalog.int8 NOT NULL DEFAULT 0,
+	takeovers	pg_catalog.int8 NOT NULL DEFAULT 0,
+	lost		pg_catalog.int8 NOT NULL DEFAULT 0,
+	waits		pg_catalog.int8 NOT NULL DEFAULT 0,
+	wait_us		pg_catalog.int8 NOT NULL DEFAULT 0,
+	wait_max_us	pg_catalog.int8 NOT NULL DEFAULT 0,
+	stats_reset	pg_catalog.timestamptz,
+	CONSTRAINT dlock_stats_retired_pkey PRIMARY KEY (one),
+	CONSTRAINT dlock_stats_retired_one CHECK (one)
+);
+REVOKE ALL ON TABLE @extschema@.dlock_stats_retired FROM PUBLIC;
+COMMENT ON TABLE @extschema@.dlock_stats_retired IS
+	'dlock counters (SQL edition), at most one row, made by the first cleanup or reset: the counters of lease rows dlock_cleanup deleted and of names reset one at a time, so that dlock_stats_total never goes down but by a reset of everything';
+COMMENT ON COLUMN @extschema@.dlock_stats_retired.one IS 'always true: the table has at most one row';
+COMMENT ON COLUMN @extschema@.dlock_stats_retired.acquisitions IS 'acquisitions of retired counters';
+COMMENT ON COLUMN @extschema@.dlock_stats_retired.owner_renewals IS 'owner_renewals of retired counters';
+COMMENT ON COLUMN @extschema@.dlock_stats_retired.renewals IS 'renewals of retired counters';
+COMMENT ON COLUMN @extschema@.dlock_stats_retired.releases IS 'releases of retired counters';
+COMMENT ON COLUMN @extschema@.dlock_stats_retired.takeovers IS 'takeovers of retired counters';
+COMMENT ON COLUMN @extschema@.dlock_stats_retired.lost IS 'lost of retired counters, and the leases dlock_cleanup deleted that had expired without a release';
+COMMENT ON COLUMN @extschema@.dlock_stats_retired.waits IS 'waits of retired counters';
+COMMENT ON COLUMN @extschema@.dlock_stats_retired.wait_us IS 'total wait of retired counters, in microseconds';
+COMMENT ON COLUMN @extschema@.dlock_stats_retired.wait_max_us IS 'the longest wait of retired counters, in microseconds';
+COMMENT ON COLUMN @extschema@.dlock_stats_retired.stats_reset IS 'when every counter was last reset; NULL if never';
+
+-- Cleanups and resets run one at a time: each locks this row first (a row
+-- made by the script and never dumped, so that nobody waits for an
+-- uncommitted first row of dlock_stats_retired).
+CREATE TABLE @extschema@.dlock_sql_stats_lock (
+	one			pg_catalog.bool NOT NULL DEFAULT true,
+	CONSTRAINT dlock_sql_stats_lock_pkey PRIMARY KEY (one),
+	CONSTRAINT dlock_sql_stats_lock_one CHECK (one)
+);
+INSERT INTO @extschema@.dlock_sql_stats_lock DEFAULT VALUES;
+REVOKE ALL ON TABLE @extschema@.dlock_sql_stats_lock FROM PUBLIC;
+COMMENT ON TABLE @extschema@.dlock_sql_stats_lock IS
+	'dlock (SQL edition): the one row that dlock_cleanup and dlock_stats_reset lock, so that they run one after the other';
+COMMENT ON COLUMN @extschema@.dlock_sql_stats_lock.one IS 'always true: the table has one row';
+
+SELECT @extschema@.dlock_sql_config_dump('@extschema@.dlock_sql_stats_base', '');
+SELECT @extschema@.dlock_sql_config_dump('@extschema@.dlock_stats_retired', '');
+
+CREATE VIEW @extschema@.dlock_stats AS
+	SELECT e.name,
+		   e.acquisitions OPERATOR(pg_catalog.-) coalesce(b.acquisitions, 0) AS acquisitions,
+		   e.owner_renewals OPERATOR(pg_catalog.-) coalesce(b.owner_renewals, 0) AS owner_renewals,
+		   e.renewals OPERATOR(pg_catalog.-) coalesce(b.renewals, 0) AS renewals,
+		   e.releases OPERATOR(pg_catalog.-) coalesce(b.releases, 0) AS releases,
+		   e.takeovers OPERATOR(pg_catalog.-) coalesce(b.takeovers, 0) AS takeovers,
+		   e.lost OPERATOR(pg_catalog.-) coalesce(b.lost, 0) AS lost,
+		   NULL::pg_catalog.int8 AS busy,
+		   e.waits OPERATOR(pg_catalog.-) coalesce(b.waits, 0) AS waits,
+		   (e.wait_us OPERATOR(pg_catalog.-) coalesce(b.wait_us, 0))::pg_catalog.float8
+			   OPERATOR(pg_catalog./) 1000000 AS wait_time,
+		   CASE WHEN b.stats_reset IS NULL OR e.wait_max_at OPERATOR(pg_catalog.>) b.stats_reset
+				THEN e.wait_max_us::pg_catalog.float8 OPERATOR(pg_catalog./) 1000000
+				ELSE 0::pg_catalog.float8 END AS wait_time_max,
+		   NULL::pg_catalog.int8 AS wait_timeouts,
+		   NULL::pg_catalog.int8 AS fence_refusals,
+		   b.stats_reset
+	  FROM @extschema@.dlock_expiry AS e
+	  LEFT JOIN @extschema@.dlock_sql_stats_base AS b
+		ON b.name OPERATOR(pg_catalog.=) e.name AND b.stats_since OPERATOR(pg_catalog.=) e.stats_since;
+COMMENT ON VIEW @extschema@.dlock_stats IS
+	'counters per lock name, one row per lease row, since the row was made or its last reset; busy, wait_timeouts and fence_refusals need shared_preload_libraries = ''dlock'' (else NULL) and count from the server''s start';
+COMMENT ON COLUMN @extschema@.dlock_stats.name IS 'the lock name';
+COMMENT ON COLUMN @extschema@.dlock_stats.acquisitions IS 'acquires that issued a new token';
+COMMENT ON COLUMN @extschema@.dlock_stats.owner_renewals IS 'acquires by the holder''s owner that kept the token';
+COMMENT ON COLUMN @extschema@.dlock_stats.renewals IS 'dlock_renew calls that returned true';
+COMMENT ON COLUMN @extschema@.dlock_stats.releases IS 'dlock_release calls that returned true';
+COMMENT ON COLUMN @extschema@.dlock_stats.takeovers IS 'acquisitions of a lease that had expired without a release';
+COMMENT ON COLUMN @extschema@.dlock_stats.lost IS 'leases that expired without a release, counted when seen: at the takeover or at dlock_cleanup';
+COMMENT ON COLUMN @extschema@.dlock_stats.busy IS 'acquires that returned NULL (shared memory; NULL without shared_preload_libraries)';
+COMMENT ON COLUMN @extschema@.dlock_stats.waits IS 'acquires that waited, whether they got the lease or not (those that did not: only with shared_preload_libraries)';
+COMMENT ON COLUMN @extschema@.dlock_stats.wait_time IS 'total seconds those acquires waited';
+COMMENT ON COLUMN @extschema@.dlock_stats.wait_time_max IS 'the longest of those waits, in seconds';
+COMMENT ON COLUMN @extschema@.dlock_stats.wait_timeouts IS 'acquires that waited and returned NULL (shared memory; NULL without shared_preload_libraries)';
+COMMENT ON COLUMN @extschema@.dlock_stats.fence_refusals IS 'LK001 errors raised by dlock_assert and dlock_fence (shared memory; NULL without shared_preload_libraries)';
+COMMENT ON COLUMN @extschema@.dlock_stats.stats_reset IS 'when the name''s counters were last reset; NULL if never';
+GRANT SELECT ON @extschema@.dlock_stats TO PUBLIC;
+
+CREATE VIEW @extschema@.dlock_stats_total AS
+	WITH l AS (
+		SELECT coalesce(pg_catalog.sum(s.acquisitions), 0)::pg_catalog.int8 AS acquisitions,
+			   coalesce(pg_catalog.sum(s.owner_renewals), 0)::pg_catalog.int8 AS owner_renewals,
+			   coalesce(pg_catalog.sum(s.renewals), 0)::pg_catalog.int8 AS renewals,
+			   coalesce(pg_catalog.sum(s.releases), 0)::pg_catalog.int8 AS releases,
+			   coalesce(pg_catalog.sum(s.takeovers), 0)::pg_catalog.int8 AS takeovers,
+			   coalesce(pg_catalog.sum(s.lost), 0)::pg_catalog.int8 AS lost,
+			   coalesce(pg_catalog.sum(s.waits), 0)::pg_catalog.int8 AS waits,
+			   coalesce(pg_catalog.sum(s.wait_time), 0) AS wait_time,
+			   coalesce(pg_catalog.max(s.wait_time_max), 0) AS wait_time_max
+		  FROM @extschema@.dlock_stats AS s)
+	SELECT l.acquisitions OPERATOR(pg_catalog.+) coalesce(r.acquisitions, 0) AS acquisitions,
+		   l.owner_renewals OPERATOR(pg_catalog.+) coalesce(r.owner_renewals, 0) AS owner_renewals,
+		   l.renewals OPERATOR(pg_catalog.+) coalesce(r.renewals, 0) AS renewals,
+		   l.releases OPERATOR(pg_catalog.+) coalesce(r.releases, 0) AS releases,
+		   l.takeovers OPERATOR(pg_catalog.+) coalesce(r.takeovers, 0) AS takeovers,
+		   l.lost OPERATOR(pg_catalog.+) coalesce(r.lost, 0) AS lost,
+		   NULL::pg_catalog.int8 AS busy,
+		   l.waits OPERATOR(pg_catalog.+) coalesce(r.waits, 0) AS waits,
+		   l.wait_time OPERATOR(pg_catalog.+)
+			   coalesce(r.wait_us, 0)::pg_catalog.float8 OPERATOR(pg_catalog./) 1000000 AS wait_time,
+		   GREATEST(l.wait_time_max,
+					coalesce(r.wait_max_us, 0)::pg_catalog.float8 OPERATOR(pg_catalog./) 1000000) AS wait_time_max,
+		   NULL::pg_catalog.int8 AS wait_timeouts,
+		   NULL::pg_catalog.int8 AS fence_refusals,
+		   r.stats_reset
+	  FROM l
+	  LEFT JOIN @extschema@.dlock_stats_retired AS r ON true;
+COMMENT ON VIEW @extschema@.dlock_stats_total IS
+	'the counters of dlock_stats summed over every lease row and the rows dlock_cleanup deleted (dlock_stats_retired): they never go down but by dlock_stats_reset()';
+COMMENT ON COLUMN @extschema@.dlock_stats_total.acquisitions IS 'acquires that issued a new token';
+COMMENT ON COLUMN @extschema@.dlock_stats_total.owner_renewals IS 'acquires by the holder''s owner that kept the token';
+COMMENT ON COLUMN @extschema@.dlock_stats_total.renewals IS 'dlock_renew calls that returned true';
+COMMENT ON COLUMN @extschema@.dlock_stats_total.releases IS 'dlock_release calls that returned true';
+COMMENT ON COLUMN @extschema@.dlock_stats_total.takeovers IS 'acquisitions of a lease that had expired without a release';
+COMMENT ON COLUMN @extschema@.dlock_stats_total.lost IS 'leases that expired without a release, counted when seen: at the takeover or at dlock_cleanup';
+COMMENT ON COLUMN @extschema@.dlock_stats_total.busy IS 'acquires that returned NULL (shared memory; NULL without shared_preload_libraries)';
+COMMENT ON COLUMN @extschema@.dlock_stats_total.waits IS 'acquires that waited, whether they got the lease or not (those that did not: only with shared_preload_libraries)';
+COMMENT ON COLUMN @extschema@.dlock_stats_total.wait_time IS 'total seconds those acquires waited';
+COMMENT ON COLUMN @extschema@.dlock_stats_total.wait_time_max IS 'the longest of those waits, in seconds';
+COMMENT ON COLUMN @extschema@.dlock_stats_total.wait_timeouts IS 'acquires that waited and returned NULL (shared memory; NULL without shared_preload_libraries)';
+COMMENT ON COLUMN @extschema@.dlock_stats_total.fence_refusals IS 'LK001 errors raised by dlock_assert and dlock_fence (shared memory; NULL without shared_preload_libraries)';
+COMMENT ON COLUMN @extschema@.dlock_stats_total.stats_reset IS 'when all counters were last reset (dlock_stats_reset()); NULL if never';
+GRANT SELECT ON @extschema@.dlock_stats_total TO PUBLIC;
+
+-- Reset the counters of one name (its counters go to dlock_stats_retired:
+-- the totals stay) or, with NULL, of every name and the totals.  Writes no
+-- lease row: it waits for nothing but another reset or a cleanup.
+CREATE FUNCTION @extschema@.dlock_stats_reset(name pg_catalog.text DEFAULT NULL)
+RETURNS void
+LANGUAGE plpgsql VOLATILE CALLED ON NULL INPUT PARALLEL UNSAFE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $dlock$
+DECLARE
+	now pg_catalog.timestamptz := pg_catalog.clock_timestamp();
+BEGIN
+	IF $1 IS NOT NULL AND pg_catalog.octet_length($1) NOT BETWEEN 1 AND 255 THEN
+		PERFORM @extschema@.dlock_sql_check_name($1);
+	END IF;
+	PERFORM @extschema@.dlock_sql_writable('dlock_stats_reset()');
+	-- One reset or cleanup at a time, each on the latest committed counters.
+	PERFORM FROM @extschema@.dlock_sql_stats_lock FOR UPDATE;
+	IF NOT EXISTS (SELECT FROM @extschema@.dlock_stats_retired) THEN
+		INSERT INTO @extschema@.dlock_stats_retired DEFAULT VALUES;
+	END IF;
+	IF $1 IS NULL THEN
+		UPDATE @extschema@.dlock_stats_retired AS r
+		   SET acquisitions = 0, owner_renewals = 0, renewals = 0, releases = 0, takeovers = 0,
+			   lost = 0, waits = 0, wait_us = 0, wait_max_us = 0, stats_reset = now;
+	ELSE
+		UPDATE @extschema@.dlock_stats_retired AS r
+		   SET acquisitions = r.acquisitions + s.acquisitions,
+			   owner_renewals = r.owner_renewals + s.owner_renewals,
+			   renewals = r.renewals + s.renewals, releases = r.releases + s.releases,
+			   takeovers = r.takeovers + s.takeovers, lost = r.lost + s.lost,
+			   waits = r.waits + s.waits,
+			   wait_us = r.wait_us + pg_catalog.round(s.wait_time * 1000000)::pg_catalog.int8,
+			   wait_max_us = GREATEST(r.wait_max_us, pg_catalog.round(s.wait_time_max * 1000000)::pg_catalog.int8)
+		  FROM @extschema@.dlock_stats AS s
+		 WHERE s.name = $1;
+	END IF;
+	INSERT INTO @extschema@.dlock_sql_stats_base AS b
+		SELECT e.name, e.stats_since, e.acquisitions, e.owner_renewals, e.renewals, e.releases,
+			   e.takeovers, e.lost, e.waits, e.wait_us, now
+		  FROM @extschema@.dlock_expiry AS e
+		 WHERE $1 IS NULL OR e.name = $1
+	ON CONFLICT ON CONSTRAINT dlock_sql_stats_base_pkey DO UPDATE
+		   SET stats_since = EXCLUDED.stats_since, acquisitions = EXCLUDED.acquisitions,
+			   owner_renewals = EXCLUDED.owner_renewals, renewals = EXCLUDED.renewals,
+			   releases = EXCLUDED.releases, takeovers = EXCLUDED.takeovers, lost = EXCLUDED.lost,
+			   waits = EXCLUDED.waits, wait_us = EXCLUDED.wait_us, stats_reset = EXCLUDED.stats_reset;
+	IF $1 IS NULL THEN
+		-- Baselines of rows that no longer exist.
+		DELETE FROM @extschema@.dlock_sql_stats_base AS b WHERE b.stats_reset <> now;
+	END IF;
+END
+$dlock$;
+REVOKE ALL ON FUNCTION @extschema@.dlock_stats_reset(pg_catalog.text) FROM PUBLIC;
+COMMENT ON FUNCTION @extschema@.dlock_stats_reset(pg_catalog.text) IS
+	'zero the counters of one lock name (they move to the totals), or with NULL of every name, the totals and the shared-memory counters of this database; the extension owner, superusers and roles granted EXECUTE only';
+
+-- When the counters of the row of name made at since were last reset, or
+-- NULL (dlock_sql_write_new: a longest wait older than that is replaced).
+CREATE FUNCTION @extschema@.dlock_sql_stats_reset_at(name pg_catalog.text, since pg_catalog.timestamptz)
+RETURNS pg_catalog.timestamptz
+LANGUAGE sql STABLE PARALLEL SAFE
+AS $dlock$
+SELECT b.stats_reset FROM @extschema@.dlock_sql_stats_base AS b
+ WHERE b.name OPERATOR(pg_catalog.=) $1 AND b.stats_since OPERATOR(pg_catalog.=) $2
+$dlock$;
+REVOKE ALL ON FUNCTION @extschema@.dlock_sql_stats_reset_at(pg_catalog.text, pg_catalog.timestamptz) FROM PUBLIC;
+COMMENT ON FUNCTION @extschema@.dlock_sql_stats_reset_at(pg_catalog.text, pg_catalog.timestamptz) IS
+	'internal: when the counters of the dlock_expiry row of name created at since were last reset; NULL if never';
+
+-- Waiters and pinners (item 3).  The SQL edition's waiting and its check
+-- protection are row locks, which PostgreSQL records in the row (xmax: one
+-- locker's transaction ID, or a MultiXact of several), not in pg_locks.
+-- dlock_waiters reads them so:
+--   - the head of a name's queue holds FOR UPDATE on its dlock_sql_queue
+--     row: the row's xmax is its (sub)transaction; it waits while the lease
+--     is held or while it is blocked (a pinner);
+--   - the others wait for that row in the lock manager: the first in line
+--     holds the row's tuple lock and waits for the head's transaction, the
+--     rest wait for the tuple lock (pg_locks, locktype tuple, in waitstart
+--     order);
+--   - a pinner holds FOR SHARE on the dlock_lease row of a lease that is no
+--     longer held: the row's xmax, a live transaction that is not the one
+--     that changes the lease (a hand-over or a cleanup locks the
+--     dlock_expiry row too), or the live FOR SHARE members of its MultiXact.
+-- A transaction is live when it holds the lock on its own ID (pg_locks,
+-- transactionid, ExclusiveLock).  A row's xmax does not say whether it is a
+-- MultiXact; it is taken as one only when it is not a live transaction and
+-- is below the next MultiXact ID (mxid_age > 0).
+
+-- The members of MultiXact x, or none where x is not one.
+CREATE FUNCTION @extschema@.dlock_sql_multi_members(x pg_catalog.xid)
+RETURNS TABLE (xid pg_catalog.xid, mode pg_catalog.text)
+LANGUAGE plpgsql VOLATILE PARALLEL SAFE
+AS $dlock$
+BEGIN
+	IF pg_catalog.mxid_age(x) > 0 THEN
+		RETURN QUERY SELECT m.xid, m.mode FROM pg_catalog.pg_get_multixact_members(x) AS m;
+	END IF;
+EXCEPTION
+	WHEN OTHERS THEN
+		-- Not a MultiXact (out of range): a plain transaction ID.
+		RETURN;
+END
+$dlock$;
+COMMENT ON FUNCTION @extschema@.dlock_sql_multi_members(pg_catalog.xid) IS
+	'internal (dlock_waiters): the members of the MultiXact x, none if x is not one';
+
+-- The rows of dlock_waiters, as the C edition's function of that name
+-- gives them (head: the holder of the queue row's lock; since: when the
+-- wait for the tuple lock began, NULL for the head and the next in line;
+-- deadline: never known here).  SECURITY DEFINER: it reads dlock's tables.
+CREATE FUNCTION @extschema@.dlock_waiters_locks(
+	OUT name pg_catalog.text, OUT kind pg_catalog.text, OUT pid pg_catalog.int4,
+	OUT head pg_catalog.bool, OUT since pg_catalog.timestamptz,
+	OUT deadline pg_catalog.timestamptz)
+RETURNS SETOF record
+LANGUAGE sql VOLATILE PARALLEL RESTRICTED SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $dlock$
+	WITH lk AS MATERIALIZED (
+		SELECT l.locktype, l.database, l.relation, l.page, l.tuple, l.transactionid,
+			   l.pid, l.mode, l.granted, l.waitstart
+		  FROM pg_catalog.pg_locks AS l
+	), live AS MATERIALIZED (
+		SELECT l.transactionid AS xid, l.pid FROM lk AS l
+		 WHERE l.locktype OPERATOR(pg_catalog.=) 'transactionid' AND l.mode OPERATOR(pg_catalog.=) 'ExclusiveLock'
+		   AND l.granted AND l.pid IS NOT NULL
+	), lease AS MATERIALIZED (
+		SELECT l.name, l.xmax AS lx, e.xmax AS ex, e.expires_at,
+			   (e.released_at IS NULL AND e.expires_at OPERATOR(pg_catalog.>) pg_catalog.clock_timestamp()) AS held
+		  FROM @extschema@.dlock_lease AS l
+		  JOIN @extschema@.dlock_expiry AS e ON e.name OPERATOR(pg_catalog.=) l.name
+	), queued AS (
+		-- The head: the locker of the queue row, while it waits.
+		SELECT q.name, h.pid, 0 AS rank, NULL::pg_catalog.timestamptz AS waitstart
+		  FROM @extschema@.dlock_sql_queue AS q
+		 CROSS JOIN LATERAL (
+			SELECT v.pid FROM live AS v WHERE v.xid OPERATOR(pg_catalog.=) q.xmax
+			UNION
+			SELECT v.pid FROM @extschema@.dlock_sql_multi_members(q.xmax) AS m
+			  JOIN live AS v ON v.xid OPERATOR(pg_catalog.=) m.xid
+			 WHERE m.mode OPERATOR(pg_catalog.=) 'upd'
+			   AND NOT EXISTS (SELECT FROM live AS v2 WHERE v2.xid OPERATOR(pg_catalog.=) q.xmax)) AS h
+		 WHERE q.xmax::pg_catalog.text OPERATOR(pg_catalog.<>) '0'
+		   AND (EXISTS (SELECT FROM live AS v WHERE v.xid OPERATOR(pg_catalog.=) q.xmax)
+				OR pg_catalog.mxid_age(q.xmax) OPERATOR(pg_catalog.>) 0)
+		   AND (EXISTS (SELECT FROM lease AS s WHERE s.name OPERATOR(pg_catalog.=) q.name AND s.held)
+				OR EXISTS (SELECT FROM lk AS b WHERE b.pid OPERATOR(pg_catalog.=) h.pid AND NOT b.granted))
+		UNION ALL
+		-- The others: the tuple lock of the queue row, held by the next in
+		-- line, waited for by the rest.
+		SELECT q.name, t.pid, CASE WHEN t.granted THEN 1 ELSE 2 END,
+			   CASE WHEN NOT t.granted THEN t.waitstart END
+		  FROM lk AS t
+		  JOIN @extschema@.dlock_sql_queue AS q
+			ON q.ctid OPERATOR(pg_catalog.=) pg_catalog.format('(%s,%s)', t.page, t.tuple)::pg_catalog.tid
+		 WHERE t.locktype OPERATOR(pg_catalog.=) 'tuple'
+		   AND t.database OPERATOR(pg_catalog.=) (SELECT d.oid FROM pg_catalog.pg_database AS d
+												   WHERE d.datname OPERATOR(pg_catalog.=) pg_catalog.current_database())
+		   AND t.relation OPERATOR(pg_catalog.=) '@extschema@.dlock_sql_queue'::pg_catalog.regclass
+	), pinned AS (
+		SELECT s.name, p.pid
+		  FROM lease AS s
+		 CROSS JOIN LATERAL (
+			SELECT v.pid FROM live AS v
+			 WHERE v.xid OPERATOR(pg_catalog.=) s.lx AND s.lx OPERATOR(pg_catalog.<>) s.ex
+			UNION
+			SELECT v.pid FROM @extschema@.dlock_sql_multi_members(s.lx) AS m
+			  JOIN live AS v ON v.xid OPERATOR(pg_catalog.=) m.xid
+			 WHERE m.mode OPERATOR(pg_catalog.=) 'sh'
+			   AND NOT EXISTS (SELECT FROM live AS v2 WHERE v2.xid OPERATOR(pg_catalog.=) s.lx)) AS p
+		 WHERE NOT s.held AND s.lx::pg_catalog.text OPERATOR(pg_catalog.<>) '0'
+		   AND (EXISTS (SELECT FROM live AS v WHERE v.xid OPERATOR(pg_catalog.=) s.lx)
+				OR pg_catalog.mxid_age(s.lx) OPERATOR(pg_catalog.>) 0)
+	)
+	SELECT x.name, 'waiting'::pg_catalog.text, x.pid, x.rank OPERATOR(pg_catalog.=) 0, x.waitstart,
+		   NULL::pg_catalog.timestamptz
+	  FROM queued AS x
+	UNION ALL
+	SELECT y.name, 'pinning', y.pid, false, NULL, NULL FROM pinned AS y
+$dlock$;
+COMMENT ON FUNCTION @extschema@.dlock_waiters_locks() IS
+	'the lock manager''s view of dlock''s waiting acquires (head: holds the name''s queue lock) and check protections, by lease name, with the wait''s start and deadline where known; dlock_waiters shows it';
+
+CREATE VIEW @extschema@.dlock_waiters AS
+	SELECT w.name,
+		   w.kind,
+		   CASE WHEN v.visible THEN w.pid END AS pid,
+		   CASE WHEN v.visible THEN a.usename END AS role,
+		   coalesce(w.since, CASE WHEN w.kind OPERATOR(pg_catalog.=) 'pinning'
+								  THEN a.xact_start ELSE a.query_start END) AS since,
+		   -- The head, then the holder of the tuple lock (no since), then
+		   -- those waiting for it in their order.
+		   CASE WHEN w.kind OPERATOR(pg_catalog.=) 'waiting'
+				THEN pg_catalog.row_number() OVER (
+						 PARTITION BY w.name, w.kind
+						 ORDER BY w.head DESC, w.since IS NOT NULL, w.since, w.pid)::pg_catalog.int4
+			END AS position,
+		   w.deadline,
+		   CASE WHEN v.visible THEN a.state END AS state,
+		   e.expires_at AS lease_expires_at
+	  FROM @extschema@.dlock_waiters_locks() AS w
+	  LEFT JOIN pg_catalog.pg_stat_activity AS a ON a.pid OPERATOR(pg_catalog.=) w.pid
+	  LEFT JOIN @extschema@.dlock_expiry AS e ON e.name OPERATOR(pg_catalog.=) w.name
+	 CROSS JOIN LATERAL (
+		SELECT coalesce(pg_catalog.pg_has_role(a.usesysid, 'MEMBER')
+						OR pg_catalog.pg_has_role('pg_read_all_stats', 'MEMBER'), false) AS visible) AS v;
+COMMENT ON VIEW @extschema@.dlock_waiters IS
+	'waiting acquires (kind waiting) and transactions that keep a lease no longer held from changing hands with its check protection (kind pinning)';
+COMMENT ON COLUMN @extschema@.dlock_waiters.name IS 'the lock name';
+COMMENT ON COLUMN @extschema@.dlock_waiters.kind IS 'waiting: an acquire waiting for the lease; pinning: a transaction holding the check protection of a lease that is no longer held';
+COMMENT ON COLUMN @extschema@.dlock_waiters.pid IS 'the backend; NULL unless the current role is a member of its role or of pg_read_all_stats';
+COMMENT ON COLUMN @extschema@.dlock_waiters.role IS 'the backend''s role; NULL unless the current role is a member of it or of pg_read_all_stats';
+COMMENT ON COLUMN @extschema@.dlock_waiters.since IS 'waiting: when the acquire began (with shared_preload_libraries; else when it began to wait in the lock manager, or its statement''s start); pinning: its transaction''s start';
+COMMENT ON COLUMN @extschema@.dlock_waiters.position IS 'waiting: 1 for the head of the queue (the one that looks at the lease), then by pg_locks.waitstart order; pinning: NULL';
+COMMENT ON COLUMN @extschema@.dlock_waiters.deadline IS 'waiting: when the acquire gives up (with shared_preload_libraries; else NULL); pinning: NULL';
+COMMENT ON COLUMN @extschema@.dlock_waiters.state IS 'the backend''s state (pg_stat_activity.state), with the same visibility';
+COMMENT ON COLUMN @extschema@.dlock_waiters.lease_expires_at IS 'when the lease expires or expired; NULL if the name has no lease row';
+GRANT SELECT ON @extschema@.dlock_waiters TO PUBLIC;
+
+-- Lock dlock_sql_stats_lock for this cleanup without waiting, and make
+-- the row of dlock_stats_retired if missing: false if another cleanup or
+-- reset holds the lock (dlock_cleanup then deletes nothing).
+CREATE FUNCTION @extschema@.dlock_sql_retire_lock()
+RETURNS pg_catalog.bool
+LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
+AS $dlock$
+BEGIN
+	PERFORM FROM @extschema@.dlock_sql_stats_lock FOR UPDATE SKIP LOCKED;
+	IF NOT FOUND THEN
+		RETURN false;
+	END IF;
+	IF NOT EXISTS (SELECT FROM @extschema@.dlock_stats_retired) THEN
+		INSERT INTO @extschema@.dlock_stats_retired DEFAULT VALUES;
+	END IF;
+	RETURN true;
+END
+$dlock$;
+REVOKE ALL ON FUNCTION @extschema@.dlock_sql_retire_lock() FROM PUBLIC;
+COMMENT ON FUNCTION @extschema@.dlock_sql_retire_lock() IS
+	'internal (dlock_cleanup): lock dlock_sql_stats_lock without waiting and make the row of dlock_stats_retired if missing; false if another cleanup or reset holds the lock';
+
+-- The installing role may pass cleanup and reset on: where it does not own
+-- the functions (a trusted extension's belong to the bootstrap superuser),
+-- it gets EXECUTE with the grant option; where it owns them, nothing changes.
+DO $dlock$
+DECLARE
+	installer pg_catalog.name := coalesce(nullif(pg_catalog.current_setting('role'), 'none'),
+										  session_user)::pg_catalog.name;
+BEGIN
+	EXECUTE pg_catalog.format('GRANT EXECUTE ON FUNCTION %s, %s TO %I WITH GRANT OPTION',
+							  '@extschema@.dlock_cleanup(pg_catalog.interval, pg_catalog.int4)'::pg_catalog.regprocedure,
+							  '@extschema@.dlock_stats_reset(pg_catalog.text)'::pg_catalog.regprocedure,
+							  installer);
+END
+$dlock$;
+
+-- The C edition's counters in shared memory (busy answers, waits that timed
+-- out, LK001 refusals), which the SQL edition has none of: no row, as in
+-- the C edition without shared_preload_libraries.
+CREATE FUNCTION @extschema@.dlock_stats_shared(
+	OUT name pg_catalog.text, OUT busy pg_catalog.int8,
+	OUT wait_timeouts pg_catalog.int8, OUT wait_timeout_time pg_catalog.float8,
+	OUT wait_timeout_time_max pg_catalog.float8,
+	OUT fence_refusals pg_catalog.int8)
+RETURNS SETOF record
+LANGUAGE sql VOLATILE PARALLEL SAFE
+AS $dlock$
+SELECT NULL::pg_catalog.text, NULL::pg_catalog.int8, NULL::pg_catalog.int8, NULL::pg_catalog.float8,
+	   NULL::pg_catalog.float8, NULL::pg_catalog.int8
+ WHERE false
+$dlock$;
+COMMENT ON FUNCTION @extschema@.dlock_stats_shared() IS
+	'the counters dlock keeps in shared memory for this database: one row per name and one with a NULL name for the total; no row unless the library is in shared_preload_libraries';
