@@ -709,7 +709,7 @@ BEGIN
 END
 $dlock$;
 COMMENT ON FUNCTION @extschema@.dlock_renew(pg_catalog.text, pg_catalog.int8, pg_catalog.interval, pg_catalog.interval) IS
-	'extend the lease on name to now + ttl if token holds it unexpired; lock_delay (NULL: the setting) keeps the name unavailable that long after an expiry without release';
+	'extend the lease on name to now + ttl if token holds it unexpired; lock_delay (NULL: dlock_sql_settings.lock_delay) replaces the lease''s lock-delay';
 
 -- Write a new lease of name for the caller, whose row had the token last
 -- (NULL: no row yet): the caller's role, the history hist (the identity
@@ -897,7 +897,10 @@ COMMENT ON COLUMN @extschema@.dlock_leases.expires_at IS 'when the lease expires
 COMMENT ON COLUMN @extschema@.dlock_leases.held IS 'true while the lease is unreleased and unexpired at the moment of the query';
 COMMENT ON COLUMN @extschema@.dlock_leases.role IS 'the holder role, by its current name; NULL if it no longer exists';
 COMMENT ON COLUMN @extschema@.dlock_leases.released_at IS 'when the lease was released; NULL if it was not';
-COMMENT ON COLUMN @extschema@.dlock_leases.min_hold IS 'the minimum hold of the last acquisition; NULL for none';
-COMMENT ON COLUMN @extschema@.dlock_leases.lock_delay IS 'the lock-delay of the lease (after an expiry without release); NULL for none';
-COMMENT ON COLUMN @extschema@.dlock_leases.available_at IS 'when the name can next be taken; NULL while the lease is held';
+COMMENT ON COLUMN @extschema@.dlock_leases.min_hold IS
+	'minimum hold of the last acquisition; NULL: none';
+COMMENT ON COLUMN @extschema@.dlock_leases.lock_delay IS
+	'lock-delay after an expiry without a release, fixed by the last acquire or renew; NULL: none';
+COMMENT ON COLUMN @extschema@.dlock_leases.available_at IS
+	'when the name can next be taken (minimum hold after an early release, lock-delay after an expiry); NULL while the lease is held';
 GRANT SELECT ON @extschema@.dlock_leases TO PUBLIC;

@@ -272,4 +272,4 @@ BEGIN
 END
 $dlock$;
 COMMENT ON FUNCTION @extschema@.dlock_acquire(pg_catalog.text, pg_catalog.interval, pg_catalog.interval, pg_catalog.text, pg_catalog.interval, pg_catalog.interval) IS
-	'take the lease on name for ttl and return a new fencing token, or NULL if it stays busy for wait; an owner renews its own lease and keeps its token; released before min_hold, the name stays unavailable until acquired_at + min_hold; expired without release, until expires_at + lock_delay (NULL: the setting)';
+	'take the lease on name for ttl and return a new fencing token, or NULL if it stays busy for wait; an owner renews its own lease and keeps its token; released before min_hold, the name stays unavailable until acquired_at + min_hold; expired without a release, until expires_at + lock_delay (NULL: dlock_sql_settings.lock_delay)';

@@ -281,4 +281,4 @@ END
 $dlock$;
 REVOKE ALL ON FUNCTION @extschema@.dlock_revoke(pg_catalog.text, pg_catalog.int8, pg_catalog.interval, pg_catalog.bool) FROM PUBLIC;
 COMMENT ON FUNCTION @extschema@.dlock_revoke(pg_catalog.text, pg_catalog.int8, pg_catalog.interval, pg_catalog.bool) IS
-	'end the lease on name (only the lease of token, if given): wait up to wait for every transaction holding its check protection, with force end them; then mark it released, without its minimum hold and lock-delay; returns the revoked token, the processes waited for and those ended';
+	'end the lease on name (held by token, if not NULL) once every transaction holding its check protection has ended, waiting up to wait (with force, cancelling or terminating them); skips minimum hold and lock-delay; revoked_token is NULL when nothing was revoked';

@@ -16,8 +16,6 @@ SELECT dlock_acquire('h-bad', '1 min', min_hold => '2 min');
 \echo :LAST_ERROR_SQLSTATE
 SELECT dlock_acquire('h-bad', '1 min', min_hold => '-1 s');
 \echo :LAST_ERROR_SQLSTATE
-SELECT dlock_acquire('h-bad', '1 min', min_hold => 'infinity');
-\echo :LAST_ERROR_SQLSTATE
 SELECT dlock_acquire('h-bad', '1 min', lock_delay => '-1 s');
 \echo :LAST_ERROR_SQLSTATE
 SELECT dlock_acquire('h-bad', '1 min', lock_delay => '2 days');

@@ -19,8 +19,6 @@ SELECT * FROM dlock_revoke('ra-held', wait => NULL);
 \echo :LAST_ERROR_SQLSTATE
 SELECT * FROM dlock_revoke('ra-held', wait => '-1 s');
 \echo :LAST_ERROR_SQLSTATE
-SELECT * FROM dlock_revoke('ra-held', wait => 'infinity');
-\echo :LAST_ERROR_SQLSTATE
 SELECT * FROM dlock_revoke('ra-held', force => NULL);
 \echo :LAST_ERROR_SQLSTATE
 SELECT held FROM dlock_leases WHERE name = 'ra-held';
