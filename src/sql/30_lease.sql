@@ -569,7 +569,8 @@ LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
 AS $dlock$
 BEGIN
 	UPDATE @extschema@.dlock_expiry AS e
-	   SET expires_at = @extschema@.dlock_sql_expiry($3, pg_catalog.clock_timestamp())
+	   SET expires_at = @extschema@.dlock_sql_expiry($3, pg_catalog.clock_timestamp()),
+		   pin_grace = (SELECT s.pin_grace FROM @extschema@.dlock_sql_settings AS s)
 	 WHERE e.name = $1 AND e.token = $2
 	   AND e.released_at IS NULL AND e.expires_at > pg_catalog.clock_timestamp();
 	RETURN FOUND;
@@ -728,7 +729,7 @@ BEGIN
 		INSERT INTO @extschema@.dlock_lease AS l
 			VALUES ($1, $3, $4, rolname, caller, hist.system_identifier, hist.counter_relfilenode, $6);
 		INSERT INTO @extschema@.dlock_expiry
-			SELECT $1, $3, $7, NULL, NULL, NULLIF(s.lock_delay, '0'::pg_catalog.interval)
+			SELECT $1, $3, $7, NULL, NULL, NULLIF(s.lock_delay, '0'::pg_catalog.interval), s.pin_grace
 			  FROM @extschema@.dlock_sql_settings AS s;
 		-- The queue row comes with the lease row, committed before anyone
 		-- waits: a waiter that had to insert it would wait for the
@@ -743,7 +744,8 @@ BEGIN
 	 WHERE l.name = $1;
 	UPDATE @extschema@.dlock_expiry AS e
 	   SET token = $3, expires_at = $7, released_at = NULL, min_hold = NULL,
-		   lock_delay = (SELECT NULLIF(s.lock_delay, '0'::pg_catalog.interval) FROM @extschema@.dlock_sql_settings AS s)
+		   (lock_delay, pin_grace) = (SELECT NULLIF(s.lock_delay, '0'::pg_catalog.interval), s.pin_grace
+										FROM @extschema@.dlock_sql_settings AS s)
 	 WHERE e.name = $1;
 END
 $dlock$;

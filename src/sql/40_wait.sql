@@ -95,6 +95,9 @@ BEGIN
 		avail := CASE WHEN NOT r.held AND r.present THEN @extschema@.dlock_sql_available($1) END;
 		IF avail > pg_catalog.clock_timestamp() THEN
 			r.expires_at := avail;
+		ELSIF NOT r.held AND r.present AND @extschema@.dlock_sql_pinned($1) THEN
+			-- A pin grace (72_operators.sql): poll, do not wait in the lock.
+			r.expires_at := pg_catalog.clock_timestamp() + poll;
 		ELSIF NOT r.held OR ($3 IS NOT NULL AND r.owner = $3 AND @extschema@.dlock_sql_acts_for($4, r.holder)) THEN
 			PERFORM @extschema@.dlock_sql_bound($5, $6);
 			RETURN @extschema@.dlock_sql_take($1, $2, $3, $4, false);

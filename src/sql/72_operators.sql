@@ -282,3 +282,47 @@ $dlock$;
 REVOKE ALL ON FUNCTION @extschema@.dlock_revoke(pg_catalog.text, pg_catalog.int8, pg_catalog.interval, pg_catalog.bool) FROM PUBLIC;
 COMMENT ON FUNCTION @extschema@.dlock_revoke(pg_catalog.text, pg_catalog.int8, pg_catalog.interval, pg_catalog.bool) IS
 	'end the lease on name (held by token, if not NULL) once every transaction holding its check protection has ended, waiting up to wait (with force, cancelling or terminating them); skips minimum hold and lock-delay; revoked_token is NULL when nothing was revoked';
+
+-- Bounded pinning (issue 27 item 7), for the head of a queue that found
+-- the lease of name free: with a pin grace stored with the lease, true
+-- while a transaction holds its check protection (the head then polls
+-- instead of waiting in the row lock, so that it can act), and past the
+-- lease's expiry or release plus the grace, end those transactions (the
+-- rules of dlock_sql_end_pinners; at most every 100 ms).  Without a pin
+-- grace, false: the hand-over waits in the row lock as in 1.1.  The lock
+-- taken here (FOR UPDATE) is the hand-over's own, in its exception block.
+CREATE FUNCTION @extschema@.dlock_sql_pinned(name pg_catalog.text)
+RETURNS pg_catalog.bool
+LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
+AS $dlock$
+DECLARE
+	e record;
+	pins pg_catalog.int4[];
+	last pg_catalog.text;
+BEGIN
+	SELECT x.pin_grace, coalesce(x.released_at, x.expires_at) + x.pin_grace AS pin_at INTO e
+	  FROM @extschema@.dlock_expiry AS x WHERE x.name = $1;
+	IF e.pin_grace IS NULL THEN
+		RETURN false;
+	END IF;
+	PERFORM FROM @extschema@.dlock_lease AS l WHERE l.name = $1 FOR UPDATE SKIP LOCKED;
+	IF FOUND OR NOT EXISTS (SELECT FROM @extschema@.dlock_lease AS l WHERE l.name = $1) THEN
+		RETURN false;
+	END IF;
+	last := pg_catalog.current_setting('dlock_sql.pin_signalled', true);
+	IF pg_catalog.clock_timestamp() >= e.pin_at
+	   AND (coalesce(last, '') = '' OR pg_catalog.clock_timestamp() >= last::pg_catalog.timestamptz + '100 ms'::pg_catalog.interval) THEN
+		pins := @extschema@.dlock_sql_pinners($1);
+		IF pins <> '{}' THEN
+			-- A cancel first, then a terminate (a session's state may be
+			-- unreadable to the tables' owner, as with revoke).
+			PERFORM @extschema@.dlock_sql_end_pinners($1, pins, coalesce(last, '') <> '');
+			PERFORM pg_catalog.set_config('dlock_sql.pin_signalled', pg_catalog.clock_timestamp()::pg_catalog.text, true);
+		END IF;
+	END IF;
+	RETURN true;
+END
+$dlock$;
+REVOKE ALL ON FUNCTION @extschema@.dlock_sql_pinned(pg_catalog.text) FROM PUBLIC;
+COMMENT ON FUNCTION @extschema@.dlock_sql_pinned(pg_catalog.text) IS
+	'internal: true while a transaction holds the check protection of the free lease of name under a pin grace; past the grace, end it';

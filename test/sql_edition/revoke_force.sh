@@ -64,4 +64,35 @@ case_run running "INSERT INTO rf_write VALUES ('running'); SELECT pg_sleep(60);"
 grep -q "canceling statement" "$dir/running.out" || fail "running: not cancelled: $(cat "$dir/running.out")"
 case_run savepoint "SAVEPOINT s; INSERT INTO rf_write VALUES ('savepoint'); SELECT pg_sleep(60);" t 0
 grep -q "canceling statement" "$dir/savepoint.out" || fail "savepoint: not cancelled first"
+
+# Bounded pinning (item 7): a session idle in its transaction after a check
+# holds the expired lease; with the holder's pin grace, a waiting acquire
+# ends it once expiry + grace has passed and then takes the lease; without
+# one, the waiter stays busy.  pin_case NAME GRACE WAIT WANT_NEWER WANT_ALIVE
+pin_case() {
+	local name=$1 grace=$2 wait=$3 want=$4 want_alive=$5 tok pid got pin_at
+	"${psql[@]}" -c "UPDATE dlock.dlock_sql_settings SET pin_grace = $grace"
+	tok=$("${psql[@]}" -U alice -c "SELECT dlock.dlock_acquire('rf-$name', '1 s')")
+	{ echo "BEGIN; SELECT dlock.dlock_check('rf-$name', $tok); INSERT INTO rf_write VALUES ('$name');"; sleep 60; } |
+		PGAPPNAME=rf-$name psql -X -U alice -d dlock_sql_test >"$dir/$name.out" 2>&1 &
+	for _ in $(seq 100); do
+		pid=$("${psql[@]}" -c "SELECT pid FROM pg_stat_activity WHERE application_name = 'rf-$name'
+			AND state = 'idle in transaction'")
+		[ -n "$pid" ] && break
+		sleep 0.1
+	done
+	[ -n "$pid" ] || fail "$name: the session did not start"
+	pin_at=$("${psql[@]}" -c "SELECT expires_at + coalesce(pin_grace, '0') FROM dlock.dlock_expiry WHERE name = 'rf-$name'")
+	got=$("${psql[@]}" -U bob -c "SELECT coalesce((dlock.dlock_acquire('rf-$name', '1 min', wait => '$wait') > $tok)::text, 'busy'),
+		clock_timestamp() >= '$pin_at'")
+	[ "$got" = "$want" ] || fail "$name: the waiter got $got, expected $want"
+	sleep 0.2
+	got=$("${psql[@]}" -c "SELECT count(*) FROM pg_stat_activity WHERE pid = $pid")
+	[ "$got" = "$want_alive" ] || fail "$name: pinning session alive = $got, expected $want_alive"
+	echo "revoke_force: $name ok"
+}
+pin_case pin "'1 s'" "20 s" "true|t" 0
+pin_case nopin NULL "2 s" "busy|t" 1
+"${psql[@]}" -c "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = 'rf-nopin'" >/dev/null
+"${psql[@]}" -c "UPDATE dlock.dlock_sql_settings SET pin_grace = NULL"
 echo "revoke_force: all passed"
