@@ -43,6 +43,9 @@ CREATE TABLE @extschema@.dlock_expiry (
 	token		pg_catalog.int8 NOT NULL,
 	expires_at	pg_catalog.timestamptz NOT NULL,
 	released_at	pg_catalog.timestamptz,
+	min_hold	pg_catalog.interval,
+	lock_delay	pg_catalog.interval,
+	pin_grace	pg_catalog.interval,
 	CONSTRAINT dlock_expiry_pkey PRIMARY KEY (name)
 ) WITH (fillfactor = 50, autovacuum_vacuum_scale_factor = 0.0,
 		autovacuum_vacuum_threshold = 1000, autovacuum_vacuum_cost_delay = 0);
@@ -53,6 +56,26 @@ COMMENT ON COLUMN @extschema@.dlock_expiry.name IS 'the lock name, 1 to 255 byte
 COMMENT ON COLUMN @extschema@.dlock_expiry.token IS 'the token this expiry belongs to (the token of dlock_lease)';
 COMMENT ON COLUMN @extschema@.dlock_expiry.expires_at IS 'when the lease expires or expired (server clock)';
 COMMENT ON COLUMN @extschema@.dlock_expiry.released_at IS 'when the lease was released; NULL if it was not';
+COMMENT ON COLUMN @extschema@.dlock_expiry.min_hold IS 'the minimum hold of the lease: released earlier, the name stays unavailable until acquired_at + min_hold; NULL for none';
+COMMENT ON COLUMN @extschema@.dlock_expiry.pin_grace IS 'the pin grace of the lease (dlock_sql_settings.pin_grace when it was acquired or renewed): past its expiry or release plus this, a waiting acquire ends a transaction that still holds its check protection; NULL: never';
+COMMENT ON COLUMN @extschema@.dlock_expiry.lock_delay IS 'the lock-delay of the lease: expired without a release, the name stays unavailable until expires_at + lock_delay; NULL for none';
+
+-- When a lease that is not held can be taken again (issue 27 items 5 and
+-- 6; a held lease's result is when it could be, at the earliest): after a
+-- release, at acquired_at + min_hold (a revoke clears min_hold); after an
+-- expiry without release, at expires_at + lock_delay.
+CREATE FUNCTION @extschema@.dlock_sql_available_at(acquired_at pg_catalog.timestamptz,
+	expires_at pg_catalog.timestamptz, released_at pg_catalog.timestamptz,
+	min_hold pg_catalog.interval, lock_delay pg_catalog.interval)
+RETURNS pg_catalog.timestamptz
+LANGUAGE sql IMMUTABLE PARALLEL SAFE
+AS $dlock$
+SELECT CASE WHEN released_at IS NOT NULL
+			THEN GREATEST(released_at, acquired_at OPERATOR(pg_catalog.+) coalesce(min_hold, '0'::pg_catalog.interval))
+			ELSE expires_at OPERATOR(pg_catalog.+) coalesce(lock_delay, '0'::pg_catalog.interval) END
+$dlock$;
+COMMENT ON FUNCTION @extschema@.dlock_sql_available_at(pg_catalog.timestamptz, pg_catalog.timestamptz, pg_catalog.timestamptz, pg_catalog.interval, pg_catalog.interval) IS
+	'internal: when a lease that is not held can be taken again (after a release: acquired_at + min_hold at the earliest; after an expiry: expires_at + lock_delay)';
 
 -- The queue of a name: its row is created with the name's lease row; the
 -- head of the queue holds FOR UPDATE on it, the others wait for that lock
@@ -114,11 +137,17 @@ CREATE TABLE @extschema@.dlock_sql_settings (
 	max_ttl		pg_catalog.int4 NOT NULL DEFAULT 86400,
 	events		pg_catalog.bool NOT NULL DEFAULT false,
 	poll_interval pg_catalog.interval NOT NULL DEFAULT '2 ms',
+	lock_delay	pg_catalog.interval NOT NULL DEFAULT '0',
+	pin_grace	pg_catalog.interval,
 	CONSTRAINT dlock_sql_settings_pkey PRIMARY KEY (one),
 	CONSTRAINT dlock_sql_settings_one CHECK (one),
 	CONSTRAINT dlock_sql_settings_max_ttl CHECK (max_ttl BETWEEN 1 AND 2147483647),
 	CONSTRAINT dlock_sql_settings_poll_interval
-		CHECK (poll_interval BETWEEN '1 ms'::pg_catalog.interval AND '1 s'::pg_catalog.interval)
+		CHECK (poll_interval BETWEEN '1 ms'::pg_catalog.interval AND '1 s'::pg_catalog.interval),
+	CONSTRAINT dlock_sql_settings_lock_delay
+		CHECK (pg_catalog.isfinite(lock_delay) AND lock_delay >= '0'::pg_catalog.interval),
+	CONSTRAINT dlock_sql_settings_pin_grace
+		CHECK (pg_catalog.isfinite(pin_grace) AND pin_grace >= '0'::pg_catalog.interval)
 );
 INSERT INTO @extschema@.dlock_sql_settings DEFAULT VALUES;
 REVOKE ALL ON TABLE @extschema@.dlock_sql_settings FROM PUBLIC;
@@ -129,6 +158,8 @@ COMMENT ON COLUMN @extschema@.dlock_sql_settings.one IS 'always true: the table 
 COMMENT ON COLUMN @extschema@.dlock_sql_settings.max_ttl IS 'the longest ttl in seconds (dlock.max_ttl of the C edition); default a day';
 COMMENT ON COLUMN @extschema@.dlock_sql_settings.events IS 'send NOTIFY dlock when a lease changes hands or is released (dlock.events of the C edition); default off';
 COMMENT ON COLUMN @extschema@.dlock_sql_settings.poll_interval IS 'how often the head of a wait queue looks at the lease while it is held (1 ms to 1 s); the hand-over delay after a release is about half of it';
+COMMENT ON COLUMN @extschema@.dlock_sql_settings.pin_grace IS 'how long past a lease''s expiry or release a transaction holding its check protection may delay a hand-over before a waiting acquire ends it (dlock.pin_grace of the C edition); read at acquire and renew; default NULL: never';
+COMMENT ON COLUMN @extschema@.dlock_sql_settings.lock_delay IS 'the lock-delay of an acquire or renewal that passes none (dlock.lock_delay of the C edition); default 0; at most max_ttl when used';
 
 SELECT @extschema@.dlock_sql_config_dump('@extschema@.dlock_lease', '');
 SELECT @extschema@.dlock_sql_config_dump('@extschema@.dlock_expiry', '');

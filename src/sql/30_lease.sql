@@ -574,7 +574,8 @@ BEGIN
 	UPDATE @extschema@.dlock_expiry AS e
 	   SET expires_at = @extschema@.dlock_sql_expiry($3, pg_catalog.clock_timestamp()),
 		   renewals = e.renewals + CASE WHEN $4 THEN 0 ELSE 1 END,
-		   owner_renewals = e.owner_renewals + CASE WHEN $4 THEN 1 ELSE 0 END
+		   owner_renewals = e.owner_renewals + CASE WHEN $4 THEN 1 ELSE 0 END,
+		   pin_grace = (SELECT s.pin_grace FROM @extschema@.dlock_sql_settings AS s)
 	 WHERE e.name = $1 AND e.token = $2
 	   AND e.released_at IS NULL AND e.expires_at > pg_catalog.clock_timestamp();
 	RETURN FOUND;
@@ -663,13 +664,15 @@ $dlock$;
 COMMENT ON FUNCTION @extschema@.dlock_release(pg_catalog.text, pg_catalog.int8) IS
 	'free the lease on name if token holds it; false if the lease had expired or changed hands';
 
-CREATE FUNCTION @extschema@.dlock_sql_renew(name pg_catalog.text, token pg_catalog.int8, ttl pg_catalog.interval)
+CREATE FUNCTION @extschema@.dlock_sql_renew(name pg_catalog.text, token pg_catalog.int8, ttl pg_catalog.interval,
+	lock_delay pg_catalog.interval)
 RETURNS pg_catalog.bool
 LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
 AS $dlock$
 DECLARE
 	r record;
+	h record;
 BEGIN
 	IF $1 IS NULL OR pg_catalog.octet_length($1) NOT BETWEEN 1 AND 255 THEN
 		PERFORM @extschema@.dlock_sql_check_name($1);
@@ -678,26 +681,32 @@ BEGIN
 		PERFORM @extschema@.dlock_sql_check_token($2);
 	END IF;
 	PERFORM @extschema@.dlock_sql_expiry($3, pg_catalog.clock_timestamp());
+	h := @extschema@.dlock_sql_hold_args($3, NULL, $4);
 	r := @extschema@.dlock_sql_holder_call($1, $2, 'renew');
 	IF NOT r.held OR r.token <> $2 THEN
 		RETURN false;
 	END IF;
-	RETURN @extschema@.dlock_sql_extend($1, $2, $3);
+	IF NOT @extschema@.dlock_sql_extend($1, $2, $3) THEN
+		RETURN false;
+	END IF;
+	PERFORM @extschema@.dlock_sql_hold_store($1, $2, NULL, h.lock_delay);
+	RETURN true;
 END
 $dlock$;
-GRANT EXECUTE ON FUNCTION @extschema@.dlock_sql_renew(pg_catalog.text, pg_catalog.int8, pg_catalog.interval) TO PUBLIC;
-COMMENT ON FUNCTION @extschema@.dlock_sql_renew(pg_catalog.text, pg_catalog.int8, pg_catalog.interval) IS
+GRANT EXECUTE ON FUNCTION @extschema@.dlock_sql_renew(pg_catalog.text, pg_catalog.int8, pg_catalog.interval, pg_catalog.interval) TO PUBLIC;
+COMMENT ON FUNCTION @extschema@.dlock_sql_renew(pg_catalog.text, pg_catalog.int8, pg_catalog.interval, pg_catalog.interval) IS
 	'internal: the work of dlock_renew (which then makes the commit durable)';
 
 CREATE FUNCTION @extschema@.dlock_renew(
 	name pg_catalog.text,
 	token pg_catalog.int8,
-	ttl pg_catalog.interval)
+	ttl pg_catalog.interval,
+	lock_delay pg_catalog.interval DEFAULT NULL)
 RETURNS pg_catalog.bool
 LANGUAGE plpgsql VOLATILE CALLED ON NULL INPUT PARALLEL UNSAFE SECURITY INVOKER
 AS $dlock$
 BEGIN
-	IF @extschema@.dlock_sql_renew($1, $2, $3) THEN
+	IF @extschema@.dlock_sql_renew($1, $2, $3, $4) THEN
 		-- A renewal lost in a crash or failover would end the lease early.
 		PERFORM @extschema@.dlock_sql_durable();
 		RETURN true;
@@ -705,8 +714,8 @@ BEGIN
 	RETURN false;
 END
 $dlock$;
-COMMENT ON FUNCTION @extschema@.dlock_renew(pg_catalog.text, pg_catalog.int8, pg_catalog.interval) IS
-	'extend the lease on name to now + ttl if token holds it unexpired';
+COMMENT ON FUNCTION @extschema@.dlock_renew(pg_catalog.text, pg_catalog.int8, pg_catalog.interval, pg_catalog.interval) IS
+	'extend the lease on name to now + ttl if token holds it unexpired; lock_delay (NULL: dlock_sql_settings.lock_delay) replaces the lease''s lock-delay';
 
 -- Write a new lease of name for the caller, whose row had the token last
 -- (NULL: no row yet): the caller's role, the history hist (the identity
@@ -725,9 +734,12 @@ BEGIN
 		INSERT INTO @extschema@.dlock_lease AS l
 			VALUES ($1, $3, $4, rolname, caller, hist.system_identifier, hist.counter_relfilenode, $6);
 		INSERT INTO @extschema@.dlock_expiry AS e (name, token, expires_at, released_at, acquisitions,
-												  waits, wait_us, wait_max_us, wait_max_at)
-			VALUES ($1, $3, $7, NULL, 1, CASE WHEN $9 IS NULL THEN 0 ELSE 1 END, coalesce($9, 0),
-					coalesce($9, 0), CASE WHEN $9 IS NOT NULL THEN $6 END);
+												  waits, wait_us, wait_max_us, wait_max_at,
+												  min_hold, lock_delay, pin_grace)
+			SELECT $1, $3, $7, NULL, 1, CASE WHEN $9 IS NULL THEN 0 ELSE 1 END, coalesce($9, 0),
+				   coalesce($9, 0), CASE WHEN $9 IS NOT NULL THEN $6 END,
+				   NULL, NULLIF(s.lock_delay, '0'::pg_catalog.interval), s.pin_grace
+			  FROM @extschema@.dlock_sql_settings AS s;
 		-- The queue row comes with the lease row, committed before anyone
 		-- waits: a waiter that had to insert it would wait for the
 		-- inserting transaction, not in the row lock's queue (40_wait.sql).
@@ -754,7 +766,10 @@ BEGIN
 							  THEN $9 ELSE e.wait_max_us END,
 		   wait_max_at = CASE WHEN $9 IS NULL THEN e.wait_max_at
 							  WHEN $9 > e.wait_max_us OR e.wait_max_at <= @extschema@.dlock_sql_stats_reset_at(e.name, e.stats_since)
-							  THEN $6 ELSE e.wait_max_at END
+							  THEN $6 ELSE e.wait_max_at END,
+		   min_hold = NULL,
+		   (lock_delay, pin_grace) = (SELECT NULLIF(s.lock_delay, '0'::pg_catalog.interval), s.pin_grace
+										FROM @extschema@.dlock_sql_settings AS s)
 	 WHERE e.name = $1;
 END
 $dlock$;
@@ -799,6 +814,12 @@ BEGIN
 		   AND @extschema@.dlock_sql_extend($1, l.token, $2, true) THEN
 			RETURN l.token;
 		END IF;
+		RAISE EXCEPTION 'busy' USING ERRCODE = 'DLKBY';
+	END IF;
+	-- Not held, but within its minimum hold or lock-delay (72_operators.sql).
+	IF l.name IS NOT NULL AND (e.min_hold IS NOT NULL OR e.lock_delay IS NOT NULL)
+	   AND @extschema@.dlock_sql_available_at(l.acquired_at, e.expires_at, e.released_at,
+											  e.min_hold, e.lock_delay) > now THEN
 		RAISE EXCEPTION 'busy' USING ERRCODE = 'DLKBY';
 	END IF;
 	-- A new name's INSERT waits for another transaction that inserted the
@@ -863,6 +884,9 @@ BEGIN
 		  JOIN @extschema@.dlock_expiry AS e ON e.name = l.name
 		 WHERE coalesce(e.released_at, e.expires_at) < cutoff
 		   AND NOT (e.released_at IS NULL AND e.expires_at > pg_catalog.clock_timestamp())
+		   -- not within a minimum hold or a lock-delay (72_operators.sql)
+		   AND @extschema@.dlock_sql_available_at(l.acquired_at, e.expires_at, e.released_at,
+												  e.min_hold, e.lock_delay) <= pg_catalog.clock_timestamp()
 		 LIMIT $2
 		   FOR UPDATE OF l, e SKIP LOCKED
 	), gone AS (
@@ -919,7 +943,13 @@ CREATE VIEW @extschema@.dlock_leases AS
 		   (e.released_at IS NULL AND
 			e.expires_at OPERATOR(pg_catalog.>) pg_catalog.clock_timestamp()) AS held,
 		   pg_catalog.pg_get_userbyid(h.holder) AS role,
-		   e.released_at
+		   e.released_at,
+		   e.min_hold,
+		   e.lock_delay,
+		   CASE WHEN NOT (e.released_at IS NULL AND
+						  e.expires_at OPERATOR(pg_catalog.>) pg_catalog.clock_timestamp())
+				THEN @extschema@.dlock_sql_available_at(l.acquired_at, e.expires_at, e.released_at,
+														e.min_hold, e.lock_delay) END AS available_at
 	  FROM @extschema@.dlock_lease AS l
 	  JOIN @extschema@.dlock_expiry AS e ON e.name OPERATOR(pg_catalog.=) l.name
 	 CROSS JOIN LATERAL (SELECT @extschema@.dlock_sql_holder(l.role, l.role_oid, l.role_system_identifier,
@@ -934,4 +964,10 @@ COMMENT ON COLUMN @extschema@.dlock_leases.expires_at IS 'when the lease expires
 COMMENT ON COLUMN @extschema@.dlock_leases.held IS 'true while the lease is unreleased and unexpired at the moment of the query';
 COMMENT ON COLUMN @extschema@.dlock_leases.role IS 'the holder role, by its current name; NULL if it no longer exists';
 COMMENT ON COLUMN @extschema@.dlock_leases.released_at IS 'when the lease was released; NULL if it was not';
+COMMENT ON COLUMN @extschema@.dlock_leases.min_hold IS
+	'minimum hold of the last acquisition; NULL: none';
+COMMENT ON COLUMN @extschema@.dlock_leases.lock_delay IS
+	'lock-delay after an expiry without a release, fixed by the last acquire or renew; NULL: none';
+COMMENT ON COLUMN @extschema@.dlock_leases.available_at IS
+	'when the name can next be taken (minimum hold after an early release, lock-delay after an expiry); NULL while the lease is held';
 GRANT SELECT ON @extschema@.dlock_leases TO PUBLIC;

@@ -95,10 +95,19 @@ DECLARE
 	r record;
 	e record;
 	pause pg_catalog.interval;
+	avail pg_catalog.timestamptz;
 BEGIN
 	r := @extschema@.dlock_sql_look($1, true);
 	LOOP
-		IF NOT r.held OR ($3 IS NOT NULL AND r.owner = $3 AND @extschema@.dlock_sql_acts_for($4, r.holder)) THEN
+		-- Not held: free now, or after its minimum hold or lock-delay
+		-- (72_operators.sql), which a revoke may end early: look again.
+		avail := CASE WHEN NOT r.held AND r.present THEN @extschema@.dlock_sql_available($1) END;
+		IF avail > pg_catalog.clock_timestamp() THEN
+			r.expires_at := avail;
+		ELSIF NOT r.held AND r.present AND @extschema@.dlock_sql_pinned($1) THEN
+			-- A pin grace (72_operators.sql): poll, do not wait in the lock.
+			r.expires_at := pg_catalog.clock_timestamp() + poll;
+		ELSIF NOT r.held OR ($3 IS NOT NULL AND r.owner = $3 AND @extschema@.dlock_sql_acts_for($4, r.holder)) THEN
 			PERFORM @extschema@.dlock_sql_bound($5, $6);
 			RETURN @extschema@.dlock_sql_take($1, $2, $3, $4, false,
 				CASE WHEN waited THEN pg_catalog.round(EXTRACT(epoch FROM pg_catalog.clock_timestamp() - $8)
@@ -112,7 +121,7 @@ BEGIN
 		waited := true;
 		SELECT x.token, x.expires_at, x.released_at INTO e
 		  FROM @extschema@.dlock_expiry AS x WHERE x.name = $1;
-		IF cheap AND e.token = r.token AND e.released_at IS NULL
+		IF cheap AND r.held AND e.token = r.token AND e.released_at IS NULL
 		   AND e.expires_at > pg_catalog.clock_timestamp() THEN
 			r.expires_at := e.expires_at;
 		ELSE
@@ -198,7 +207,8 @@ BEGIN
 		   $3 IS NOT NULL AND $3 = '0'::pg_catalog.interval AND $4 IS NULL
 		   AND pg_catalog.current_setting('transaction_isolation') = 'read committed'
 		   AND EXISTS (SELECT FROM @extschema@.dlock_expiry AS e
-					   WHERE e.name = $1 AND e.released_at IS NULL AND e.expires_at > pg_catalog.clock_timestamp())
+					   WHERE e.name = $1 AND e.released_at IS NULL	-- held, or in its lock-delay
+						 AND e.expires_at + coalesce(e.lock_delay, '0'::pg_catalog.interval) > pg_catalog.clock_timestamp())
 	  INTO max_ttl, busy
 	  FROM @extschema@.dlock_sql_settings AS s;
 	-- A ttl of hours, minutes and seconds within the maximum passes at
@@ -256,18 +266,26 @@ CREATE FUNCTION @extschema@.dlock_acquire(
 	name pg_catalog.text,
 	ttl pg_catalog.interval,
 	wait pg_catalog.interval DEFAULT '0',
-	owner pg_catalog.text DEFAULT NULL)
+	owner pg_catalog.text DEFAULT NULL,
+	min_hold pg_catalog.interval DEFAULT NULL,
+	lock_delay pg_catalog.interval DEFAULT NULL)
 RETURNS pg_catalog.int8
 LANGUAGE plpgsql VOLATILE CALLED ON NULL INPUT PARALLEL UNSAFE SECURITY INVOKER
 AS $dlock$
 DECLARE
-	t pg_catalog.int8 := @extschema@.dlock_sql_acquire($1, $2, $3, $4);
+	t pg_catalog.int8;
 BEGIN
+	-- An owner's renewal or a minimum hold or lock-delay: 72_operators.sql.
+	IF $4 IS NULL AND $5 IS NULL AND $6 IS NULL THEN
+		t := @extschema@.dlock_sql_acquire($1, $2, $3, $4);
+	ELSE
+		t := @extschema@.dlock_sql_acquire_hold($1, $2, $3, $4, $5, $6);
+	END IF;
 	IF t IS NOT NULL THEN
 		PERFORM @extschema@.dlock_sql_durable();
 	END IF;
 	RETURN t;
 END
 $dlock$;
-COMMENT ON FUNCTION @extschema@.dlock_acquire(pg_catalog.text, pg_catalog.interval, pg_catalog.interval, pg_catalog.text) IS
-	'take the lease on name for ttl and return a new fencing token, or NULL if it stays busy for wait; an owner renews its own lease and keeps its token';
+COMMENT ON FUNCTION @extschema@.dlock_acquire(pg_catalog.text, pg_catalog.interval, pg_catalog.interval, pg_catalog.text, pg_catalog.interval, pg_catalog.interval) IS
+	'take the lease on name for ttl and return a new fencing token, or NULL if it stays busy for wait; an owner renews its own lease and keeps its token; released before min_hold, the name stays unavailable until acquired_at + min_hold; expired without a release, until expires_at + lock_delay (NULL: dlock_sql_settings.lock_delay)';

@@ -4,9 +4,10 @@
 # test/sql_edition/run.sh: the SQL edition's own regress and isolation tests
 # (issue 26), against a scratch cluster or a running server.
 #
-#   PG_CONFIG=/path/to/pg_config test/sql_edition/run.sh [regress] [isolation] [tokens]
+#   PG_CONFIG=/path/to/pg_config test/sql_edition/run.sh [regress] [isolation] [tokens] [operators]
 #
-# With no suite named, regress and isolation run.  tokens is
+# With no suite named, regress, isolation and operators run.  operators is
+# revoke_force.sh (dlock_revoke ending sessions, a few seconds).  tokens is
 # token_unique.sh (a minute; the scratch cluster then runs under
 # libfaketime, Debian package faketime, so that it can step the server's
 # clock back).  Environment:
@@ -34,7 +35,7 @@ bindir=$("$pg_config" --bindir)
 pgxs=$(dirname "$(dirname "$(dirname "$("$pg_config" --pgxs)")")")
 export PGPORT=${PGPORT:-55540}
 suites=("$@")
-[ ${#suites[@]} -gt 0 ] || suites=(regress isolation)
+[ ${#suites[@]} -gt 0 ] || suites=(regress isolation operators)
 
 out=$(mktemp -d "${TMPDIR:-/tmp}/dlock_sql_edition.XXXXXX")
 chmod 777 "$out"
@@ -101,7 +102,9 @@ for suite in "${suites[@]}"; do
 			$tests || status=1 ;;
 	tokens)
 		PATH=$bindir:$PATH bash "$here/token_unique.sh" || status=1 ;;
-	*) echo "run.sh: unknown suite $suite (regress, isolation, tokens)" >&2; exit 2 ;;
+	operators)
+		PATH=$bindir:$PATH bash "$here/revoke_force.sh" || status=1 ;;
+	*) echo "run.sh: unknown suite $suite (regress, isolation, tokens, operators)" >&2; exit 2 ;;
 	esac
 done
 if [ $status = 0 ]; then

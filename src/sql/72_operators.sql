@@ -1,0 +1,328 @@
+-- Copyright (c) 2026, the dlock developers
+--
+-- 72_operators.sql: the operators' controls of the SQL edition (issue 27
+-- items 4 to 7, /work shapes of docs/reference.md): the minimum hold and
+-- the lock-delay of a lease (stored in its dlock_expiry row, which a
+-- renewal may change), and dlock_revoke.
+--
+-- When a lease that is not held can change hands is
+-- dlock_sql_available_at (10_schema.sql): the hand-over (dlock_sql_take)
+-- refuses earlier, the head of a queue (dlock_sql_head) sleeps until
+-- then, dlock_cleanup keeps the rows until then, dlock_leases shows it.
+
+-- The minimum hold and the lock-delay of an acquire or a renewal, checked
+-- (22023: negative, infinite, a minimum hold above the ttl, a lock-delay
+-- above max_ttl) and stored as NULL for none.  A NULL lock_delay is the
+-- setting dlock_sql_settings.lock_delay.
+CREATE FUNCTION @extschema@.dlock_sql_hold_args(ttl pg_catalog.interval, want_min_hold pg_catalog.interval,
+	want_lock_delay pg_catalog.interval, OUT min_hold pg_catalog.interval, OUT lock_delay pg_catalog.interval)
+LANGUAGE plpgsql STABLE PARALLEL SAFE
+AS $dlock$
+DECLARE
+	s record;
+BEGIN
+	SELECT x.max_ttl, x.lock_delay INTO s FROM @extschema@.dlock_sql_settings AS x;
+	IF $2 IS NOT NULL THEN
+		IF NOT pg_catalog.isfinite($2) THEN
+			RAISE EXCEPTION 'min_hold must be finite' USING ERRCODE = '22023';
+		ELSIF @extschema@.dlock_sql_nominal_us($2) < 0 THEN
+			RAISE EXCEPTION 'min_hold must not be negative' USING ERRCODE = '22023';
+		ELSIF @extschema@.dlock_sql_nominal_us($2) > @extschema@.dlock_sql_nominal_us($1) THEN
+			RAISE EXCEPTION 'min_hold must not exceed ttl' USING ERRCODE = '22023';
+		END IF;
+		min_hold := NULLIF($2, '0'::pg_catalog.interval);
+	END IF;
+	lock_delay := coalesce($3, s.lock_delay);
+	IF NOT pg_catalog.isfinite(lock_delay) THEN
+		RAISE EXCEPTION 'lock_delay must be finite' USING ERRCODE = '22023';
+	ELSIF @extschema@.dlock_sql_nominal_us(lock_delay) < 0 THEN
+		RAISE EXCEPTION 'lock_delay must not be negative' USING ERRCODE = '22023';
+	ELSIF @extschema@.dlock_sql_nominal_us(lock_delay) > s.max_ttl::pg_catalog.numeric * 1000000 THEN
+		RAISE EXCEPTION 'lock_delay exceeds the maximum of % seconds', s.max_ttl USING ERRCODE = '22023',
+			HINT = 'The maximum is set by the column max_ttl of the table dlock_sql_settings.';
+	END IF;
+	lock_delay := NULLIF(lock_delay, '0'::pg_catalog.interval);
+END
+$dlock$;
+REVOKE ALL ON FUNCTION @extschema@.dlock_sql_hold_args(pg_catalog.interval, pg_catalog.interval, pg_catalog.interval) FROM PUBLIC;
+COMMENT ON FUNCTION @extschema@.dlock_sql_hold_args(pg_catalog.interval, pg_catalog.interval, pg_catalog.interval) IS
+	'internal: the checked minimum hold and lock-delay of an acquire or renewal, NULL for none (22023)';
+
+-- Store them with the lease that token holds, after the acquire or renewal
+-- wrote its rows (a new lease's are NULL: dlock_sql_write_new); a new
+-- value only, so that the usual call writes nothing more.  An owner's
+-- renewal keeps the minimum hold unless it passes one.
+CREATE FUNCTION @extschema@.dlock_sql_hold_store(name pg_catalog.text, token pg_catalog.int8,
+	min_hold pg_catalog.interval, lock_delay pg_catalog.interval)
+RETURNS void
+LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
+AS $dlock$
+BEGIN
+	UPDATE @extschema@.dlock_expiry AS e
+	   SET min_hold = coalesce($3, e.min_hold), lock_delay = $4
+	 WHERE e.name = $1 AND e.token = $2
+	   AND (e.min_hold IS DISTINCT FROM coalesce($3, e.min_hold) OR e.lock_delay IS DISTINCT FROM $4);
+END
+$dlock$;
+REVOKE ALL ON FUNCTION @extschema@.dlock_sql_hold_store(pg_catalog.text, pg_catalog.int8, pg_catalog.interval, pg_catalog.interval) FROM PUBLIC;
+COMMENT ON FUNCTION @extschema@.dlock_sql_hold_store(pg_catalog.text, pg_catalog.int8, pg_catalog.interval, pg_catalog.interval) IS
+	'internal: record the minimum hold and lock-delay with the lease of token';
+
+-- When the lease of name, not held, can be taken again (NULL: no row).
+CREATE FUNCTION @extschema@.dlock_sql_available(name pg_catalog.text)
+RETURNS pg_catalog.timestamptz
+LANGUAGE sql STABLE PARALLEL SAFE
+AS $dlock$
+SELECT @extschema@.dlock_sql_available_at(l.acquired_at, e.expires_at, e.released_at, e.min_hold, e.lock_delay)
+  FROM @extschema@.dlock_lease AS l
+  JOIN @extschema@.dlock_expiry AS e ON e.name OPERATOR(pg_catalog.=) l.name
+ WHERE l.name OPERATOR(pg_catalog.=) $1
+$dlock$;
+REVOKE ALL ON FUNCTION @extschema@.dlock_sql_available(pg_catalog.text) FROM PUBLIC;
+COMMENT ON FUNCTION @extschema@.dlock_sql_available(pg_catalog.text) IS
+	'internal: when the lease of name, not held, can be taken again';
+
+-- dlock_acquire with an owner, a minimum hold or a lock-delay: the
+-- arguments checked first (nothing changes on bad input), then the acquire,
+-- then what it took stored with the lease.
+CREATE FUNCTION @extschema@.dlock_sql_acquire_hold(name pg_catalog.text, ttl pg_catalog.interval,
+	wait pg_catalog.interval, owner pg_catalog.text, min_hold pg_catalog.interval, lock_delay pg_catalog.interval)
+RETURNS pg_catalog.int8
+LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $dlock$
+DECLARE
+	h record;
+	t pg_catalog.int8;
+BEGIN
+	PERFORM @extschema@.dlock_sql_check_name($1);
+	PERFORM @extschema@.dlock_sql_expiry($2, pg_catalog.clock_timestamp());
+	h := @extschema@.dlock_sql_hold_args($2, $5, $6);
+	t := @extschema@.dlock_sql_acquire($1, $2, $3, $4);
+	IF t IS NOT NULL THEN
+		PERFORM @extschema@.dlock_sql_hold_store($1, t, h.min_hold, h.lock_delay);
+	END IF;
+	RETURN t;
+END
+$dlock$;
+GRANT EXECUTE ON FUNCTION @extschema@.dlock_sql_acquire_hold(pg_catalog.text, pg_catalog.interval, pg_catalog.interval, pg_catalog.text, pg_catalog.interval, pg_catalog.interval) TO PUBLIC;
+COMMENT ON FUNCTION @extschema@.dlock_sql_acquire_hold(pg_catalog.text, pg_catalog.interval, pg_catalog.interval, pg_catalog.text, pg_catalog.interval, pg_catalog.interval) IS
+	'internal: the work of dlock_acquire with an owner, a minimum hold or a lock-delay (which then makes the commit durable)';
+
+-- The backends whose transaction holds a row lock on the lease row of
+-- name (the check protection; also a hand-over in progress), this one
+-- excepted.  SQL cannot read the tuple's infomask, so it cannot tell a
+-- row's xmax that is one locker's XID from one that is a MultiXact of
+-- several: a backend counts only if it holds a row-level lock on
+-- dlock_lease (RowShareLock, which FOR SHARE and FOR UPDATE take) and an
+-- XID (its own or a subtransaction's) that is the xmax, or a member of
+-- the MultiXact of that number when one exists in this database
+-- (datminmxid <= xmax < the next MultiXact: pg_get_multixact_members
+-- raises an error outside).  docs/editions.md, "Revoke and pinning".
+CREATE FUNCTION @extschema@.dlock_sql_pinners(name pg_catalog.text)
+RETURNS pg_catalog.int4[]
+LANGUAGE sql VOLATILE PARALLEL UNSAFE
+AS $dlock$
+WITH lease AS (
+	SELECT l.xmax AS x,
+		   pg_catalog.mxid_age(l.xmax) OPERATOR(pg_catalog.>) 0
+		   AND pg_catalog.mxid_age(l.xmax) OPERATOR(pg_catalog.<=)
+			   (SELECT pg_catalog.mxid_age(d.datminmxid) FROM pg_catalog.pg_database AS d
+				 WHERE d.datname OPERATOR(pg_catalog.=) pg_catalog.current_database()) AS multi
+	  FROM @extschema@.dlock_lease AS l WHERE l.name OPERATOR(pg_catalog.=) $1
+), xids AS (
+	SELECT x.pid, x.transactionid
+	  FROM pg_catalog.pg_locks AS x
+	  JOIN pg_catalog.pg_locks AS r ON r.pid OPERATOR(pg_catalog.=) x.pid
+	 WHERE x.locktype OPERATOR(pg_catalog.=) 'transactionid' AND x.mode OPERATOR(pg_catalog.=) 'ExclusiveLock'
+	   AND x.granted AND x.pid OPERATOR(pg_catalog.<>) pg_catalog.pg_backend_pid()
+	   AND r.locktype OPERATOR(pg_catalog.=) 'relation' AND r.mode OPERATOR(pg_catalog.=) 'RowShareLock'
+	   AND r.granted AND r.relation OPERATOR(pg_catalog.=) '@extschema@.dlock_lease'::pg_catalog.regclass
+	   AND r.database OPERATOR(pg_catalog.=) (SELECT d.oid FROM pg_catalog.pg_database AS d
+											  WHERE d.datname OPERATOR(pg_catalog.=) pg_catalog.current_database())
+), lockers AS (
+	SELECT lease.x AS xid FROM lease
+	UNION ALL
+	SELECT m.xid FROM lease,
+		   LATERAL pg_catalog.pg_get_multixact_members(CASE WHEN lease.multi THEN lease.x END) AS m
+)
+SELECT coalesce(pg_catalog.array_agg(DISTINCT xids.pid ORDER BY xids.pid), '{}')
+  FROM xids JOIN lockers ON lockers.xid OPERATOR(pg_catalog.=) xids.transactionid
+$dlock$;
+REVOKE ALL ON FUNCTION @extschema@.dlock_sql_pinners(pg_catalog.text) FROM PUBLIC;
+COMMENT ON FUNCTION @extschema@.dlock_sql_pinners(pg_catalog.text) IS
+	'internal: the backends (other than this one) whose transaction holds a row lock on the lease row of name';
+
+-- End the transactions of pids (issue 27 item 7's rules): cancel a running
+-- statement; terminate a session idle in its transaction (which ignores a
+-- cancel), and any session that a cancel did not free (again: a cancel
+-- inside a savepoint leaves the outer transaction's lock).  Only sessions
+-- the tables' owner may signal (pg_signal_backend's rules: its own roles'
+-- with USAGE, any non-superuser's as a member of pg_signal_backend,
+-- superusers' only as a superuser); the others are left alone.  Returns
+-- the pids signalled; logs each at LOG.
+CREATE FUNCTION @extschema@.dlock_sql_end_pinners(name pg_catalog.text, pids pg_catalog.int4[],
+	terminate pg_catalog.bool)
+RETURNS pg_catalog.int4[]
+LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
+AS $dlock$
+DECLARE
+	b record;
+	ended pg_catalog.int4[] := '{}';
+	me_super pg_catalog.bool := (SELECT r.rolsuper FROM pg_catalog.pg_roles AS r WHERE r.rolname = CURRENT_USER);
+	signaller pg_catalog.bool := pg_catalog.pg_has_role(CURRENT_USER, 'pg_signal_backend', 'USAGE');
+BEGIN
+	FOR b IN
+		SELECT a.pid, a.usesysid, a.usename, a.state, r.rolsuper
+		  FROM pg_catalog.pg_stat_activity AS a
+		  JOIN pg_catalog.pg_roles AS r ON r.oid = a.usesysid
+		 WHERE a.pid = ANY ($2)
+		   AND (me_super OR (NOT r.rolsuper AND (signaller OR pg_catalog.pg_has_role(CURRENT_USER, a.usesysid, 'USAGE'))))
+		 ORDER BY a.pid
+	LOOP
+		IF NOT $3 AND b.state IS DISTINCT FROM 'idle in transaction'
+		   AND b.state IS DISTINCT FROM 'idle in transaction (aborted)' THEN
+			PERFORM pg_catalog.pg_cancel_backend(b.pid);
+			RAISE LOG 'dlock: cancelled the statement of process % (role %) holding the check protection of lock "%"',
+				b.pid, b.usename, $1;
+		ELSE
+			PERFORM pg_catalog.pg_terminate_backend(b.pid);
+			RAISE LOG 'dlock: terminated process % (role %) holding the check protection of lock "%"',
+				b.pid, b.usename, $1;
+		END IF;
+		ended := ended || b.pid;
+	END LOOP;
+	RETURN ended;
+END
+$dlock$;
+REVOKE ALL ON FUNCTION @extschema@.dlock_sql_end_pinners(pg_catalog.text, pg_catalog.int4[], pg_catalog.bool) FROM PUBLIC;
+COMMENT ON FUNCTION @extschema@.dlock_sql_end_pinners(pg_catalog.text, pg_catalog.int4[], pg_catalog.bool) IS
+	'internal: cancel or terminate the transactions of pids that hold the check protection of name, where the tables'' owner may signal them';
+
+-- dlock_revoke: wait, as a hand-over does (FOR UPDATE on the lease row,
+-- bounded by lock_timeout), until no transaction holds the lease row's
+-- check protection, ending them with force once wait is over (a cancel or,
+-- idle in transaction, a terminate; then a terminate; each round gets the
+-- wait again, at least a second); then, under the hand-over's locks, mark
+-- the lease released, without its minimum hold and lock-delay.  The one
+-- exception block (the lock wait) runs at most three times.
+CREATE FUNCTION @extschema@.dlock_revoke(
+	name pg_catalog.text,
+	token pg_catalog.int8 DEFAULT NULL,
+	wait pg_catalog.interval DEFAULT '5 s',
+	force pg_catalog.bool DEFAULT false,
+	OUT revoked_token pg_catalog.int8,
+	OUT waited_for pg_catalog.int4[],
+	OUT ended pg_catalog.int4[])
+RETURNS record
+LANGUAGE plpgsql VOLATILE CALLED ON NULL INPUT PARALLEL UNSAFE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $dlock$
+DECLARE
+	saved pg_catalog.text := pg_catalog.current_setting('lock_timeout');
+	deadline pg_catalog.timestamptz;
+	pins pg_catalog.int4[];
+	rounds pg_catalog.int4 := 0;
+	got pg_catalog.bool;
+	l record;
+	e record;
+BEGIN
+	PERFORM @extschema@.dlock_sql_check_name($1);
+	IF $3 IS NULL OR NOT pg_catalog.isfinite($3) OR @extschema@.dlock_sql_nominal_us($3) < 0 THEN
+		RAISE EXCEPTION 'argument "wait" must be a finite interval that is not negative' USING ERRCODE = '22023';
+	ELSIF $4 IS NULL THEN
+		RAISE EXCEPTION 'argument "force" must not be null' USING ERRCODE = '22023';
+	END IF;
+	PERFORM @extschema@.dlock_sql_writable('dlock_revoke()');
+	PERFORM @extschema@.dlock_sql_no_prepare();
+	deadline := pg_catalog.clock_timestamp() + $3;
+	waited_for := '{}';
+	ended := '{}';
+	LOOP
+		pins := @extschema@.dlock_sql_pinners($1);
+		waited_for := ARRAY(SELECT DISTINCT p FROM pg_catalog.unnest(waited_for || pins) AS p ORDER BY p);
+		BEGIN
+			PERFORM @extschema@.dlock_sql_bound(deadline, 0);
+			SELECT x.* INTO l FROM @extschema@.dlock_lease AS x WHERE x.name = $1 FOR UPDATE;
+			got := true;
+		EXCEPTION WHEN lock_not_available THEN
+			got := false;
+		END;
+		PERFORM pg_catalog.set_config('lock_timeout', saved, true);
+		EXIT WHEN got;
+		pins := @extschema@.dlock_sql_pinners($1);
+		IF NOT $4 OR rounds >= 2 THEN
+			RAISE EXCEPTION 'could not revoke lock "%": its check protection is still held', $1
+				USING ERRCODE = '55P03',
+					  DETAIL = pg_catalog.format('Processes %s hold it.', pins),
+					  HINT = CASE WHEN $4 THEN 'They could not be ended: the tables'' owner may not signal them, or they did not end in time.'
+								  ELSE 'Wait longer, end them, or revoke with force => true.' END;
+		END IF;
+		ended := ARRAY(SELECT DISTINCT p FROM pg_catalog.unnest(ended ||
+			@extschema@.dlock_sql_end_pinners($1, pins, rounds > 0)) AS p ORDER BY p);
+		rounds := rounds + 1;
+		deadline := pg_catalog.clock_timestamp() + GREATEST($3, '1 s'::pg_catalog.interval);
+	END LOOP;
+	IF l.name IS NULL OR ($2 IS NOT NULL AND l.token <> $2) THEN
+		RETURN;
+	END IF;
+	SELECT x.* INTO e FROM @extschema@.dlock_expiry AS x WHERE x.name = $1 FOR UPDATE;
+	IF e.released_at IS NOT NULL AND @extschema@.dlock_sql_available_at(l.acquired_at, e.expires_at,
+			e.released_at, e.min_hold, e.lock_delay) <= pg_catalog.clock_timestamp() THEN
+		RETURN;
+	END IF;
+	UPDATE @extschema@.dlock_expiry AS x
+	   SET released_at = coalesce(x.released_at, pg_catalog.clock_timestamp()), min_hold = NULL, lock_delay = NULL
+	 WHERE x.name = $1;
+	revoked_token := l.token;
+	PERFORM @extschema@.dlock_sql_event($1, 'revoked', l.token, l.owner);
+	RAISE LOG 'dlock: revoked lock "%" token %; waited for processes %, ended %', $1, l.token, waited_for, ended;
+END
+$dlock$;
+REVOKE ALL ON FUNCTION @extschema@.dlock_revoke(pg_catalog.text, pg_catalog.int8, pg_catalog.interval, pg_catalog.bool) FROM PUBLIC;
+COMMENT ON FUNCTION @extschema@.dlock_revoke(pg_catalog.text, pg_catalog.int8, pg_catalog.interval, pg_catalog.bool) IS
+	'end the lease on name (held by token, if not NULL) once every transaction holding its check protection has ended, waiting up to wait (with force, cancelling or terminating them); skips minimum hold and lock-delay; revoked_token is NULL when nothing was revoked';
+
+-- Bounded pinning (issue 27 item 7), for the head of a queue that found
+-- the lease of name free: with a pin grace stored with the lease, true
+-- while a transaction holds its check protection (the head then polls
+-- instead of waiting in the row lock, so that it can act), and past the
+-- lease's expiry or release plus the grace, end those transactions (the
+-- rules of dlock_sql_end_pinners; at most every 100 ms).  Without a pin
+-- grace, false: the hand-over waits in the row lock as in 1.1.  The lock
+-- taken here (FOR UPDATE) is the hand-over's own, in its exception block.
+CREATE FUNCTION @extschema@.dlock_sql_pinned(name pg_catalog.text)
+RETURNS pg_catalog.bool
+LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
+AS $dlock$
+DECLARE
+	e record;
+	pins pg_catalog.int4[];
+	last pg_catalog.text;
+BEGIN
+	SELECT x.pin_grace, coalesce(x.released_at, x.expires_at) + x.pin_grace AS pin_at INTO e
+	  FROM @extschema@.dlock_expiry AS x WHERE x.name = $1;
+	IF e.pin_grace IS NULL THEN
+		RETURN false;
+	END IF;
+	PERFORM FROM @extschema@.dlock_lease AS l WHERE l.name = $1 FOR UPDATE SKIP LOCKED;
+	IF FOUND OR NOT EXISTS (SELECT FROM @extschema@.dlock_lease AS l WHERE l.name = $1) THEN
+		RETURN false;
+	END IF;
+	last := pg_catalog.current_setting('dlock_sql.pin_signalled', true);
+	IF pg_catalog.clock_timestamp() >= e.pin_at
+	   AND (coalesce(last, '') = '' OR pg_catalog.clock_timestamp() >= last::pg_catalog.timestamptz + '100 ms'::pg_catalog.interval) THEN
+		pins := @extschema@.dlock_sql_pinners($1);
+		IF pins <> '{}' THEN
+			-- A cancel first, then a terminate (a session's state may be
+			-- unreadable to the tables' owner, as with revoke).
+			PERFORM @extschema@.dlock_sql_end_pinners($1, pins, coalesce(last, '') <> '');
+			PERFORM pg_catalog.set_config('dlock_sql.pin_signalled', pg_catalog.clock_timestamp()::pg_catalog.text, true);
+		END IF;
+	END IF;
+	RETURN true;
+END
+$dlock$;
+REVOKE ALL ON FUNCTION @extschema@.dlock_sql_pinned(pg_catalog.text) FROM PUBLIC;
+COMMENT ON FUNCTION @extschema@.dlock_sql_pinned(pg_catalog.text) IS
+	'internal: true while a transaction holds the check protection of the free lease of name under a pin grace; past the grace, end it';
