@@ -17,6 +17,13 @@
 #   busy     SELECT dlock_acquire('held', '1 min')  (held by another session)
 #   static   SELECT 1; UPDATE static ... (a PL/pgSQL BEFORE UPDATE trigger
 #            that reads NEW.token and OLD.token by name: t := NEW.token)
+#   floor    SELECT floor_check(...); UPDATE floor ...: the least a fence
+#            of this design can do in PL/pgSQL: a SECURITY DEFINER function
+#            whose one statement reads the lease and expiry rows and takes
+#            the FOR SHARE lock, called by the declaration and again by a
+#            BEFORE UPDATE trigger that reads the row's token by name
+#            (row_to_json); no argument, role, configuration or prepare
+#            checks, no declaration setting
 #
 # Usage: PG_CONFIG=... bash test/bench/sql_instructions.sh; DLOCK_SQL_SCRIPT
 # as in sql_fence.sh (default: src/sql/[0-9]*.sql concatenated).
@@ -47,11 +54,30 @@ CREATE FUNCTION read_static() RETURNS trigger LANGUAGE plpgsql AS \$\$
 DECLARE t bigint;
 BEGIN t := NEW.token; t := OLD.token; RETURN NEW; END \$\$;
 CREATE TRIGGER r BEFORE UPDATE ON static FOR EACH ROW EXECUTE FUNCTION read_static();
+CREATE FUNCTION floor_check(lock text, tok bigint) RETURNS boolean
+  LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS \$\$
+BEGIN
+	PERFORM FROM public.dlock_lease AS l JOIN public.dlock_expiry AS e ON e.name = l.name
+	  WHERE l.name = lock AND l.token = tok AND e.token = tok AND e.released_at IS NULL
+		AND e.expires_at > clock_timestamp()
+	  FOR SHARE OF l SKIP LOCKED;
+	RETURN FOUND;
+END \$\$;
+CREATE FUNCTION floor_fence() RETURNS trigger LANGUAGE plpgsql AS \$\$
+BEGIN
+	IF NOT floor_check(TG_ARGV[0], (row_to_json(OLD) ->> TG_ARGV[1])::bigint) THEN
+		RAISE EXCEPTION 'stale';
+	END IF;
+	RETURN NEW;
+END \$\$;
+CREATE TABLE floor (id int PRIMARY KEY, v int NOT NULL, token bigint);
+CREATE TRIGGER r BEFORE UPDATE ON floor FOR EACH ROW EXECUTE FUNCTION floor_fence('bench', 'token');
 SELECT dlock_acquire('bench', '1 day') AS tok \gset
 SELECT dlock_acquire('held', '1 day');
 INSERT INTO fenced SELECT i, 0, :tok FROM generate_series(1, 1000) i;
 INSERT INTO plain SELECT * FROM fenced;
 INSERT INTO static SELECT * FROM fenced;
+INSERT INTO floor SELECT * FROM fenced;
 RESET ROLE;
 VACUUM ANALYZE;
 CREATE ROLE other;
@@ -72,6 +98,7 @@ declare -A stmt=(
 	[check]="UPDATE plain SET v = v + 1 WHERE id = %d AND dlock_check('bench', $tok);"
 	[busy]="SELECT dlock_acquire('held', '1 min') IS NULL AND %d > 0;"
 	[static]="SELECT 1; UPDATE static SET v = v + 1 WHERE id = %d;"
+	[floor]="SELECT floor_check('bench', $tok); UPDATE floor SET v = v + 1 WHERE id = %d;"
 )
 count() {
 	local who=$1 n=$2 i
@@ -85,7 +112,7 @@ count() {
 }
 
 echo "instructions per transaction (callgrind, postgres --single, fsync off, SQL edition):"
-for who in ${DLOCK_BENCH_CASES:-plain select1 assert fenced check busy static}; do
+for who in ${DLOCK_BENCH_CASES:-plain select1 assert fenced check busy static floor}; do
 	a=$(count "$who" 200) && b=$(count "$who" 1200) || { cat "$work/out.log" | head -5 >&2; exit 1; }
 	printf '  %-8s %7.1fk\n' "$who" "$(per_run "$a" "$b")"
 done
