@@ -351,6 +351,29 @@ COMMENT ON FUNCTION @extschema@.dlock_sql_fence_moving(pg_catalog.oid, pg_catalo
 	'internal (dlock_fence): remember the partition move an UPDATE of a fenced partition may be making';
 
 
+-- The catalog half of dlock_fence's check of its configuration, in one
+-- query: no column list, no WHEN condition, a bigint token column (type
+-- OID 20).  Whether the table is a partition if all passes, else NULL.
+CREATE FUNCTION @extschema@.dlock_sql_fence_ok(relid pg_catalog.oid, tgname pg_catalog.name, token_column pg_catalog.text)
+RETURNS pg_catalog.bool
+LANGUAGE plpgsql STABLE PARALLEL UNSAFE SECURITY INVOKER
+AS $dlock$
+DECLARE
+	part pg_catalog.bool;
+BEGIN
+	SELECT r.relispartition INTO part
+	  FROM pg_catalog.pg_trigger AS t, pg_catalog.pg_attribute AS a, pg_catalog.pg_class AS r
+	 WHERE t.tgrelid OPERATOR(pg_catalog.=) $1 AND t.tgname OPERATOR(pg_catalog.=) $2
+	   AND pg_catalog.cardinality(t.tgattr::pg_catalog.int2[]) OPERATOR(pg_catalog.=) 0 AND t.tgqual IS NULL
+	   AND a.attrelid OPERATOR(pg_catalog.=) $1 AND a.attname OPERATOR(pg_catalog.=) $3
+	   AND a.attnum OPERATOR(pg_catalog.>) 0 AND NOT a.attisdropped AND a.atttypid OPERATOR(pg_catalog.=) 20
+	   AND r.oid OPERATOR(pg_catalog.=) $1;
+	RETURN part;
+END
+$dlock$;
+COMMENT ON FUNCTION @extschema@.dlock_sql_fence_ok(pg_catalog.oid, pg_catalog.name, pg_catalog.text) IS
+	'internal (dlock_fence): whether the table is a partition if the trigger has no column list, no WHEN condition and a bigint token column; else NULL';
+
 -- An UPDATE that moves the row to another lock (the rest of FenceUpdate;
 -- dlock_fence does an UPDATE that keeps its lock itself): the new row's
 -- lock against the new token if the statement changes it, else against
@@ -447,9 +470,11 @@ COMMENT ON FUNCTION @extschema@.dlock_sql_fence_delete(pg_catalog.text, pg_catal
 -- the lock name, or with kind 'column' the name of a text column that
 -- holds each row's lock name.  An UPDATE that keeps its row's lock, the
 -- common write, is done here with no call of another PL/pgSQL function
--- unless it is refused.  The configuration is checked on every call, in two
--- catalog lookups: how the trigger fires, its arguments, a bigint token
--- column (type OID 20); what does not pass (a domain over bigint among it,
+-- but the checks of the configuration and of the lease, unless it is
+-- refused.  The configuration is checked on every call, in one catalog
+-- query (dlock_sql_fence_ok): how the trigger fires, its arguments, a
+-- bigint token column (type OID 20), and whether the table is a
+-- partition; what does not pass (a domain over bigint among it,
 -- a lock name column, TRUNCATE) goes to dlock_sql_fence_config, which
 -- raises the C edition's error or passes.  Any call of the trigger forgets
 -- a pending partition move.
@@ -462,7 +487,6 @@ DECLARE
 	lockcol CONSTANT pg_catalog.text := CASE WHEN TG_ARGV[2] OPERATOR(pg_catalog.=) 'column' THEN TG_ARGV[0] ELSE '' END;
 	j pg_catalog.json;
 	oj pg_catalog.json;
-	ok pg_catalog.bool;
 	is_partition pg_catalog.bool;
 	lock pg_catalog.text := TG_ARGV[0];
 	old_lock pg_catalog.text := TG_ARGV[0];
@@ -472,24 +496,12 @@ DECLARE
 	ow pg_catalog.int8;
 	fill pg_catalog.bool := false;
 BEGIN
-	IF TG_WHEN OPERATOR(pg_catalog.=) 'BEFORE' AND TG_LEVEL OPERATOR(pg_catalog.=) 'ROW'
+	is_partition := CASE WHEN TG_WHEN OPERATOR(pg_catalog.=) 'BEFORE' AND TG_LEVEL OPERATOR(pg_catalog.=) 'ROW'
 	   AND (TG_NARGS OPERATOR(pg_catalog.=) 2 OR (TG_NARGS OPERATOR(pg_catalog.=) 3 AND TG_ARGV[2] OPERATOR(pg_catalog.=) 'name'))
-	   AND TG_ARGV[0] OPERATOR(pg_catalog.<>) '' AND pg_catalog.octet_length(TG_ARGV[0]) OPERATOR(pg_catalog.<=) 255 THEN
-		-- The catalog half, in one query: no column list, no WHEN
-		-- condition, a bigint token column (type OID 20); and whether the
-		-- table is a partition.
-		SELECT pg_catalog.cardinality(t.tgattr::pg_catalog.int2[]) OPERATOR(pg_catalog.=) 0 AND t.tgqual IS NULL
-			   AND a.atttypid OPERATOR(pg_catalog.=) 20, r.relispartition
-		  INTO ok, is_partition
-		  FROM pg_catalog.pg_trigger AS t, pg_catalog.pg_attribute AS a, pg_catalog.pg_class AS r
-		 WHERE t.tgrelid OPERATOR(pg_catalog.=) TG_RELID AND t.tgname OPERATOR(pg_catalog.=) TG_NAME
-		   AND a.attrelid OPERATOR(pg_catalog.=) TG_RELID AND a.attname OPERATOR(pg_catalog.=) tokcol
-		   AND a.attnum OPERATOR(pg_catalog.>) 0 AND NOT a.attisdropped
-		   AND r.oid OPERATOR(pg_catalog.=) TG_RELID;
-	END IF;
-	IF ok IS NOT TRUE THEN
-		SELECT c.is_partition INTO is_partition
-		  FROM @extschema@.dlock_sql_fence_config(TG_RELID, TG_NAME, TG_WHEN, TG_LEVEL, TG_OP, TG_ARGV) AS c;
+	   AND TG_ARGV[0] OPERATOR(pg_catalog.<>) '' AND pg_catalog.octet_length(TG_ARGV[0]) OPERATOR(pg_catalog.<=) 255
+		THEN @extschema@.dlock_sql_fence_ok(TG_RELID, TG_NAME, tokcol) END;
+	IF is_partition IS NULL THEN
+		SELECT c.is_partition INTO is_partition FROM @extschema@.dlock_sql_fence_config(TG_RELID, TG_NAME, TG_WHEN, TG_LEVEL, TG_OP, TG_ARGV) AS c;
 	END IF;
 	IF TG_OP OPERATOR(pg_catalog.=) 'TRUNCATE' THEN
 		PERFORM @extschema@.dlock_sql_fence_move(''), @extschema@.dlock_sql_fence_check(lock,
