@@ -419,6 +419,25 @@ DECLARE
 	r record;
 	holder pg_catalog.oid;
 BEGIN
+	-- The common case in one statement: the lease held by token, its
+	-- holder the role its row names by both OID and name (so both identity
+	-- rules agree, as in dlock_sql_holder), the session's role a member of
+	-- it (or a superuser); then the check protection, and the transaction
+	-- marked unpreparable (the target list is computed only for the row
+	-- that passes, before it is locked).  Anything else, or a row SKIP
+	-- LOCKED passes over, goes the long way below, which decides again.
+	PERFORM @extschema@.dlock_sql_no_prepare()
+	   FROM @extschema@.dlock_lease AS l
+	   JOIN @extschema@.dlock_expiry AS e ON e.name = l.name
+	  WHERE l.name = $1 AND l.token = $2 AND e.token = $2
+		AND e.released_at IS NULL AND e.expires_at > pg_catalog.clock_timestamp()
+		AND pg_catalog.to_regrole(pg_catalog.quote_ident(l.role)) = l.role_oid
+		AND pg_catalog.pg_has_role(pg_catalog.to_regrole(pg_catalog.quote_ident(
+				coalesce(NULLIF(pg_catalog.current_setting('role'), 'none'), SESSION_USER))), l.role_oid, 'USAGE')
+	  FOR SHARE OF l SKIP LOCKED;
+	IF FOUND THEN
+		RETURN true;
+	END IF;
 	-- dlock_sql_look's read, without its call and its answers not needed
 	-- here: the holder only for the token, changed only for a refusal.
 	SELECT l.token, l.role, l.role_oid, l.role_system_identifier, l.role_counter_relfilenode,

@@ -49,7 +49,10 @@
 -- and leaves the move behind in the transaction-local setting
 -- dlock_sql.fence_move; the DELETE of that row, then the INSERT of a row of
 -- the new lock and token into a partition of the same tree, pass for the
--- writer the UPDATE checked (checked again).  Any other call of the trigger
+-- writer the UPDATE checked (checked again), if the moved row's token is
+-- not above that writer's (the setting can be forged by the writer's
+-- role: a row's token above the current one would be one never issued,
+-- and would refuse every later holder).  Any other call of the trigger
 -- in between forgets the move.  PL/pgSQL sees neither the row's TID nor the
 -- command id: the move is the statement's (statement_timestamp() and
 -- pg_trigger_depth()), the current user's, and the row is recognised by
@@ -347,22 +350,29 @@ $dlock$;
 COMMENT ON FUNCTION @extschema@.dlock_sql_fence_moving(pg_catalog.oid, pg_catalog.text, pg_catalog.text, pg_catalog.text, pg_catalog.int8, pg_catalog.int8, pg_catalog.int8) IS
 	'internal (dlock_fence): remember the partition move an UPDATE of a fenced partition may be making';
 
--- The catalog half of dlock_fence's check of its configuration: no column
--- list, no WHEN condition, a bigint token column (type OID 20).
+
+-- The catalog half of dlock_fence's check of its configuration, in one
+-- query: no column list, no WHEN condition, a bigint token column (type
+-- OID 20).  Whether the table is a partition if all passes, else NULL.
 CREATE FUNCTION @extschema@.dlock_sql_fence_ok(relid pg_catalog.oid, tgname pg_catalog.name, token_column pg_catalog.text)
 RETURNS pg_catalog.bool
-LANGUAGE sql STABLE PARALLEL UNSAFE SECURITY INVOKER
+LANGUAGE plpgsql STABLE PARALLEL UNSAFE SECURITY INVOKER
 AS $dlock$
-SELECT (SELECT pg_catalog.cardinality(t.tgattr::pg_catalog.int2[]) OPERATOR(pg_catalog.=) 0 AND t.tgqual IS NULL
-		  FROM pg_catalog.pg_trigger AS t
-		 WHERE t.tgrelid OPERATOR(pg_catalog.=) $1 AND t.tgname OPERATOR(pg_catalog.=) $2)
-	   AND (SELECT a.atttypid OPERATOR(pg_catalog.=) 20
-			  FROM pg_catalog.pg_attribute AS a
-			 WHERE a.attrelid OPERATOR(pg_catalog.=) $1 AND a.attname OPERATOR(pg_catalog.=) $3
-			   AND a.attnum OPERATOR(pg_catalog.>) 0 AND NOT a.attisdropped)
+DECLARE
+	part pg_catalog.bool;
+BEGIN
+	SELECT r.relispartition INTO part
+	  FROM pg_catalog.pg_trigger AS t, pg_catalog.pg_attribute AS a, pg_catalog.pg_class AS r
+	 WHERE t.tgrelid OPERATOR(pg_catalog.=) $1 AND t.tgname OPERATOR(pg_catalog.=) $2
+	   AND pg_catalog.cardinality(t.tgattr::pg_catalog.int2[]) OPERATOR(pg_catalog.=) 0 AND t.tgqual IS NULL
+	   AND a.attrelid OPERATOR(pg_catalog.=) $1 AND a.attname OPERATOR(pg_catalog.=) $3
+	   AND a.attnum OPERATOR(pg_catalog.>) 0 AND NOT a.attisdropped AND a.atttypid OPERATOR(pg_catalog.=) 20
+	   AND r.oid OPERATOR(pg_catalog.=) $1;
+	RETURN part;
+END
 $dlock$;
 COMMENT ON FUNCTION @extschema@.dlock_sql_fence_ok(pg_catalog.oid, pg_catalog.name, pg_catalog.text) IS
-	'internal (dlock_fence): has the trigger no column list and no WHEN condition, and a bigint token column';
+	'internal (dlock_fence): whether the table is a partition if the trigger has no column list, no WHEN condition and a bigint token column; else NULL';
 
 -- An UPDATE that moves the row to another lock (the rest of FenceUpdate;
 -- dlock_fence does an UPDATE that keeps its lock itself): the new row's
@@ -409,8 +419,15 @@ BEGIN
 	IF move IS NOT NULL AND tok IS NOT NULL AND is_partition
 	   AND tok::pg_catalog.text OPERATOR(pg_catalog.=) move[9] AND lock OPERATOR(pg_catalog.=) move[8] COLLATE pg_catalog."C"
 	   AND pg_catalog.pg_partition_root(relid) OPERATOR(pg_catalog.=) pg_catalog.pg_partition_root(move[5]::pg_catalog.oid) THEN
-		PERFORM @extschema@.dlock_sql_fence_check(lock, move[11]::pg_catalog.int8, NULL, false);
-		RETURN NULL;
+		w := move[11]::pg_catalog.int8;
+		-- The pending move is a setting the writer's role can forge: the
+		-- moved row's token passes only if it is the writer's, which must
+		-- hold the lease, or below it (the token a move left alone; tokens
+		-- only rise), never above it, where no token was ever issued.
+		IF tok OPERATOR(pg_catalog.<=) w THEN
+			PERFORM @extschema@.dlock_sql_fence_check(lock, w, NULL, false);
+			RETURN NULL;
+		END IF;
 	END IF;
 	IF tok IS NOT NULL THEN
 		PERFORM @extschema@.dlock_sql_fence_check(lock, tok, NULL, true);
@@ -453,9 +470,11 @@ COMMENT ON FUNCTION @extschema@.dlock_sql_fence_delete(pg_catalog.text, pg_catal
 -- the lock name, or with kind 'column' the name of a text column that
 -- holds each row's lock name.  An UPDATE that keeps its row's lock, the
 -- common write, is done here with no call of another PL/pgSQL function
--- unless it is refused.  The configuration is checked on every call, in two
--- catalog lookups: how the trigger fires, its arguments, a bigint token
--- column (type OID 20); what does not pass (a domain over bigint among it,
+-- but the checks of the configuration and of the lease, unless it is
+-- refused.  The configuration is checked on every call, in one catalog
+-- query (dlock_sql_fence_ok): how the trigger fires, its arguments, a
+-- bigint token column (type OID 20), and whether the table is a
+-- partition; what does not pass (a domain over bigint among it,
 -- a lock name column, TRUNCATE) goes to dlock_sql_fence_config, which
 -- raises the C edition's error or passes.  Any call of the trigger forgets
 -- a pending partition move.
@@ -466,8 +485,9 @@ AS $dlock$
 DECLARE
 	tokcol CONSTANT pg_catalog.text := TG_ARGV[1];
 	lockcol CONSTANT pg_catalog.text := CASE WHEN TG_ARGV[2] OPERATOR(pg_catalog.=) 'column' THEN TG_ARGV[0] ELSE '' END;
-	j pg_catalog.jsonb;
-	oj pg_catalog.jsonb;
+	j pg_catalog.json;
+	oj pg_catalog.json;
+	is_partition pg_catalog.bool;
 	lock pg_catalog.text := TG_ARGV[0];
 	old_lock pg_catalog.text := TG_ARGV[0];
 	tok pg_catalog.int8;
@@ -476,11 +496,12 @@ DECLARE
 	ow pg_catalog.int8;
 	fill pg_catalog.bool := false;
 BEGIN
-	IF (TG_WHEN OPERATOR(pg_catalog.=) 'BEFORE' AND TG_LEVEL OPERATOR(pg_catalog.=) 'ROW'
-		AND (TG_NARGS OPERATOR(pg_catalog.=) 2 OR (TG_NARGS OPERATOR(pg_catalog.=) 3 AND TG_ARGV[2] OPERATOR(pg_catalog.=) 'name'))
-		AND TG_ARGV[0] OPERATOR(pg_catalog.<>) '' AND pg_catalog.octet_length(TG_ARGV[0]) OPERATOR(pg_catalog.<=) 255
-		AND @extschema@.dlock_sql_fence_ok(TG_RELID, TG_NAME, tokcol)) IS NOT TRUE THEN
-		PERFORM @extschema@.dlock_sql_fence_config(TG_RELID, TG_NAME, TG_WHEN, TG_LEVEL, TG_OP, TG_ARGV);
+	is_partition := CASE WHEN TG_WHEN OPERATOR(pg_catalog.=) 'BEFORE' AND TG_LEVEL OPERATOR(pg_catalog.=) 'ROW'
+	   AND (TG_NARGS OPERATOR(pg_catalog.=) 2 OR (TG_NARGS OPERATOR(pg_catalog.=) 3 AND TG_ARGV[2] OPERATOR(pg_catalog.=) 'name'))
+	   AND TG_ARGV[0] OPERATOR(pg_catalog.<>) '' AND pg_catalog.octet_length(TG_ARGV[0]) OPERATOR(pg_catalog.<=) 255
+		THEN @extschema@.dlock_sql_fence_ok(TG_RELID, TG_NAME, tokcol) END;
+	IF is_partition IS NULL THEN
+		SELECT c.is_partition INTO is_partition FROM @extschema@.dlock_sql_fence_config(TG_RELID, TG_NAME, TG_WHEN, TG_LEVEL, TG_OP, TG_ARGV) AS c;
 	END IF;
 	IF TG_OP OPERATOR(pg_catalog.=) 'TRUNCATE' THEN
 		PERFORM @extschema@.dlock_sql_fence_move(''), @extschema@.dlock_sql_fence_check(lock,
@@ -488,24 +509,23 @@ BEGIN
 		RETURN NULL;
 	END IF;
 	IF TG_OP OPERATOR(pg_catalog.<>) 'INSERT' THEN
-		oj := pg_catalog.to_jsonb(OLD);
+		oj := pg_catalog.row_to_json(OLD);
 		old_tok := (oj OPERATOR(pg_catalog.->>) tokcol)::pg_catalog.int8;
 		IF lockcol OPERATOR(pg_catalog.<>) '' THEN
 			old_lock := @extschema@.dlock_sql_fence_name(oj OPERATOR(pg_catalog.->>) lockcol, TG_TABLE_NAME, lockcol);
 		END IF;
 	END IF;
 	IF TG_OP OPERATOR(pg_catalog.=) 'DELETE' THEN
-		PERFORM @extschema@.dlock_sql_fence_delete(old_lock, old_tok, oj, TG_RELID, TG_TABLE_NAME, tokcol);
+		PERFORM @extschema@.dlock_sql_fence_delete(old_lock, old_tok, pg_catalog.to_jsonb(OLD), TG_RELID, TG_TABLE_NAME, tokcol);
 		RETURN OLD;
 	END IF;
-	j := pg_catalog.to_jsonb(NEW);
+	j := pg_catalog.row_to_json(NEW);
 	tok := (j OPERATOR(pg_catalog.->>) tokcol)::pg_catalog.int8;
 	IF lockcol OPERATOR(pg_catalog.<>) '' THEN
 		lock := @extschema@.dlock_sql_fence_name(j OPERATOR(pg_catalog.->>) lockcol, TG_TABLE_NAME, lockcol);
 	END IF;
 	IF TG_OP OPERATOR(pg_catalog.=) 'INSERT' THEN
-		w := @extschema@.dlock_sql_fence_insert(lock, tok, TG_RELID, TG_TABLE_NAME, tokcol,
-												pg_catalog.pg_partition_root(TG_RELID) OPERATOR(pg_catalog.<>) TG_RELID);
+		w := @extschema@.dlock_sql_fence_insert(lock, tok, TG_RELID, TG_TABLE_NAME, tokcol, is_partition);
 		IF w IS NOT NULL THEN
 			NEW := pg_catalog.jsonb_populate_record(NEW, pg_catalog.jsonb_build_object(tokcol, w));
 		END IF;
@@ -532,8 +552,8 @@ BEGIN
 		NEW := pg_catalog.jsonb_populate_record(NEW, pg_catalog.jsonb_build_object(tokcol, w));
 		tok := w;
 	END IF;
-	IF pg_catalog.pg_partition_root(TG_RELID) OPERATOR(pg_catalog.<>) TG_RELID THEN
-		PERFORM @extschema@.dlock_sql_fence_moving(TG_RELID, pg_catalog.md5(oj::pg_catalog.text), old_lock, lock, tok,
+	IF is_partition THEN
+		PERFORM @extschema@.dlock_sql_fence_moving(TG_RELID, pg_catalog.md5(pg_catalog.to_jsonb(OLD)::pg_catalog.text), old_lock, lock, tok,
 												   COALESCE(ow, w), w);
 	END IF;
 	RETURN NEW;

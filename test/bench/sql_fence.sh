@@ -21,6 +21,18 @@
 #   execute  EXECUTE format('SELECT ($1).%I', column) USING NEW
 #   static   NEW.token                           (a trigger written for the
 #            table: the floor for any PL/pgSQL trigger)
+# and the floor of the fence's design in PL/pgSQL (test/bench/sql_instructions.sh
+# counts its instructions):
+#   floor    SELECT floor_check(...) \; UPDATE floor ...: a SECURITY DEFINER
+#            function whose one statement reads the lease and expiry rows and
+#            takes the FOR SHARE lock, called as the declaration and again by
+#            a BEFORE UPDATE trigger reading the row's token by name
+#            (row_to_json); no argument, role, configuration or prepare
+#            checks
+#   locked   SELECT FROM dlock_lease WHERE name = 'bench' FOR SHARE \; UPDATE
+#            plain ...: the check protection's row lock alone, as a plain
+#            statement (run by the superuser): what 8 clients sharing a lock
+#            on one row cost, MultiXacts included, without any PL/pgSQL
 # fsync is switched off for the run (ALTER SYSTEM, reset at the end).  The
 # fenced runs take the check protection, a FOR SHARE row lock on the
 # lease's row, in every client: concurrent lockers of one row make
@@ -87,7 +99,27 @@ BEGIN EXECUTE format('SELECT (\$1).%I', TG_ARGV[0]) INTO t USING NEW; RETURN NEW
 CREATE FUNCTION read_static() RETURNS trigger LANGUAGE plpgsql AS \$\$
 DECLARE t bigint;
 BEGIN t := NEW.token; RETURN NEW; END \$\$;
+CREATE FUNCTION floor_check(lock text, tok bigint) RETURNS boolean
+  LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS \$\$
+BEGIN
+	PERFORM FROM public.dlock_lease AS l JOIN public.dlock_expiry AS e ON e.name = l.name
+	  WHERE l.name = lock AND l.token = tok AND e.token = tok AND e.released_at IS NULL
+		AND e.expires_at > clock_timestamp()
+	  FOR SHARE OF l SKIP LOCKED;
+	RETURN FOUND;
+END \$\$;
+ALTER FUNCTION floor_check(text, bigint) OWNER TO dlock_sql_admin;
+CREATE FUNCTION floor_fence() RETURNS trigger LANGUAGE plpgsql AS \$\$
+BEGIN
+	IF NOT floor_check(TG_ARGV[0], (row_to_json(OLD) ->> TG_ARGV[1])::bigint) THEN
+		RAISE EXCEPTION 'stale';
+	END IF;
+	RETURN NEW;
+END \$\$;
+CREATE TABLE floor (id int PRIMARY KEY, v int NOT NULL, token bigint);
+CREATE TRIGGER r BEFORE UPDATE ON floor FOR EACH ROW EXECUTE FUNCTION floor_fence('bench', 'token');
 SELECT dlock_acquire('bench', '1 day') AS tok \gset
+INSERT INTO floor SELECT i, 0, :tok FROM generate_series(1, $ROWS) i;
 INSERT INTO fenced SELECT i, 0, :tok FROM generate_series(1, $ROWS) i;
 INSERT INTO plain SELECT i, 0, :tok FROM generate_series(1, $ROWS) i;
 SELECT format('CREATE TABLE %1\$I (LIKE plain INCLUDING ALL); INSERT INTO %1\$I SELECT * FROM plain; '
@@ -103,6 +135,14 @@ tok=$(q -f "$work/setup.sql" | tail -n 1) || exit 1
 cat >"$work/fenced.sql" <<'SCRIPT'
 \set id random(1, :rows)
 SELECT dlock_assert('bench', :tok) \; UPDATE fenced SET v = v + 1 WHERE id = :id;
+SCRIPT
+cat >"$work/floor.sql" <<'SCRIPT'
+\set id random(1, :rows)
+SELECT floor_check('bench', :tok) \; UPDATE floor SET v = v + 1 WHERE id = :id;
+SCRIPT
+cat >"$work/locked.sql" <<'SCRIPT'
+\set id random(1, :rows)
+SELECT FROM dlock_lease WHERE name = 'bench' FOR SHARE \; UPDATE plain SET v = v + 1 WHERE id = :id;
 SCRIPT
 cat >"$work/asserted.sql" <<'SCRIPT'
 \set id random(1, :rows)
@@ -121,7 +161,7 @@ multixact() {
 echo "pgbench: $C clients, ${T}s per run, $ROUNDS rounds, fsync off, $ROWS rows"
 results=$work/results.tsv
 for round in $(seq "$ROUNDS"); do
-	for who in fenced plain asserted jsonb json execute static; do
+	for who in fenced plain asserted floor locked jsonb json execute static; do
 		[ "$who" = fenced ] && before=$(multixact)
 		out=$(pgbench -n -M simple -c "$C" -j 2 -T "$T" -D rows="$ROWS" -D tok="$tok" \
 			-f "$work/$who.sql" "$DB" 2>&1)
@@ -161,6 +201,9 @@ print(f"medians: fenced {m['fenced']:.0f}, plain {m['plain']:.0f} tps; "
 print(f"  fenced / plain   {r:5.2f}x  (target >= 0.7x)  {'met' if r >= 0.7 else 'MISSED'}")
 print(f"  asserted / plain {m['asserted'] / m['plain']:5.2f}x  (the declaration and its check protection, no trigger)")
 print(f"  fenced / asserted {m['fenced'] / m['asserted']:5.2f}x  (what the trigger adds)")
+print(f"  floor / plain    {m['floor'] / m['plain']:5.2f}x  (the design's floor in PL/pgSQL: one lease statement in the declaration, one in the trigger)")
+print(f"  fenced / floor   {m['fenced'] / m['floor']:5.2f}x")
+print(f"  locked / plain   {m['locked'] / m['plain']:5.2f}x  (the FOR SHARE row lock alone, one plain statement)")
 print("  reading the token column by name in a BEFORE UPDATE trigger, / plain:")
 for w in ("jsonb", "json", "execute", "static"):
     print(f"    {w:8s} {m[w] / m['plain']:5.2f}x")
