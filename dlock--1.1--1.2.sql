@@ -915,3 +915,143 @@ $dlock$;
 REVOKE ALL ON FUNCTION @extschema@.dlock_import(pg_catalog.jsonb, pg_catalog.bool) FROM PUBLIC;
 COMMENT ON FUNCTION @extschema@.dlock_import(pg_catalog.jsonb, pg_catalog.bool) IS
 	'write the leases of a dlock_export of either edition into an empty lease table (replace => true: one without held leases), holders bound by role name, and raise the token counter above the highest exported token; returns how many leases; the extension owner, superusers and roles granted EXECUTE only';
+
+-- issue 27 item 1: metrics.  The counters of a call that writes the lease
+-- row are columns of that row, changed by the same update (no extra row,
+-- no extra WAL record); dlock_cleanup adds the counters of the rows it
+-- deletes to dlock_stats_retired.  Busy answers, timed-out waits and LK001
+-- refusals write nothing: they are counted in shared memory (with
+-- shared_preload_libraries = 'dlock'), else NULL.  src/stats.c.
+ALTER TABLE @extschema@.dlock_lease
+	ADD COLUMN acquisitions pg_catalog.int8 NOT NULL DEFAULT 0,
+	ADD COLUMN owner_renewals pg_catalog.int8 NOT NULL DEFAULT 0,
+	ADD COLUMN renewals pg_catalog.int8 NOT NULL DEFAULT 0,
+	ADD COLUMN releases pg_catalog.int8 NOT NULL DEFAULT 0,
+	ADD COLUMN takeovers pg_catalog.int8 NOT NULL DEFAULT 0,
+	ADD COLUMN lost pg_catalog.int8 NOT NULL DEFAULT 0,
+	ADD COLUMN waits pg_catalog.int8 NOT NULL DEFAULT 0,
+	ADD COLUMN wait_time pg_catalog.float8 NOT NULL DEFAULT 0,
+	ADD COLUMN wait_time_max pg_catalog.float8 NOT NULL DEFAULT 0,
+	ADD COLUMN stats_reset pg_catalog.timestamptz;
+
+CREATE TABLE @extschema@.dlock_stats_retired (
+	one pg_catalog.bool PRIMARY KEY DEFAULT true CHECK (one),
+	acquisitions pg_catalog.int8 NOT NULL DEFAULT 0,
+	owner_renewals pg_catalog.int8 NOT NULL DEFAULT 0,
+	renewals pg_catalog.int8 NOT NULL DEFAULT 0,
+	releases pg_catalog.int8 NOT NULL DEFAULT 0,
+	takeovers pg_catalog.int8 NOT NULL DEFAULT 0,
+	lost pg_catalog.int8 NOT NULL DEFAULT 0,
+	waits pg_catalog.int8 NOT NULL DEFAULT 0,
+	wait_time pg_catalog.float8 NOT NULL DEFAULT 0,
+	wait_time_max pg_catalog.float8 NOT NULL DEFAULT 0,
+	stats_reset pg_catalog.timestamptz
+);
+INSERT INTO @extschema@.dlock_stats_retired DEFAULT VALUES;
+SELECT pg_catalog.pg_extension_config_dump('@extschema@.dlock_stats_retired', '');
+REVOKE ALL ON @extschema@.dlock_stats_retired FROM PUBLIC;
+COMMENT ON TABLE @extschema@.dlock_stats_retired IS
+	'one row: the counters of the lease rows dlock_cleanup deleted and of names reset one by one, so that dlock_stats_total never goes down but by dlock_stats_reset()';
+
+CREATE FUNCTION @extschema@.dlock_stats_shared(
+	OUT name pg_catalog.text, OUT busy pg_catalog.int8,
+	OUT wait_timeouts pg_catalog.int8, OUT wait_timeout_time pg_catalog.float8,
+	OUT wait_timeout_time_max pg_catalog.float8,
+	OUT fence_refusals pg_catalog.int8)
+RETURNS SETOF record
+AS 'MODULE_PATHNAME', 'dlock_stats_shared'
+LANGUAGE C VOLATILE PARALLEL SAFE;
+COMMENT ON FUNCTION @extschema@.dlock_stats_shared() IS
+	'the counters dlock keeps in shared memory for this database: one row per name and one with a NULL name for the total; no row unless the library is in shared_preload_libraries';
+
+CREATE VIEW @extschema@.dlock_stats AS
+	WITH s AS (SELECT * FROM @extschema@.dlock_stats_shared()),
+		 t AS (SELECT pg_catalog.count(*) OPERATOR(pg_catalog.>) 0 AS shared
+				 FROM s WHERE s.name IS NULL)
+	SELECT l.name,
+		   l.acquisitions,
+		   l.owner_renewals,
+		   l.renewals,
+		   l.releases,
+		   l.takeovers,
+		   l.lost,
+		   CASE WHEN t.shared THEN coalesce(s.busy, 0) END AS busy,
+		   l.waits OPERATOR(pg_catalog.+) coalesce(s.wait_timeouts, 0) AS waits,
+		   l.wait_time OPERATOR(pg_catalog.+) coalesce(s.wait_timeout_time, 0) AS wait_time,
+		   greatest(l.wait_time_max, s.wait_timeout_time_max) AS wait_time_max,
+		   CASE WHEN t.shared THEN coalesce(s.wait_timeouts, 0) END AS wait_timeouts,
+		   CASE WHEN t.shared THEN coalesce(s.fence_refusals, 0) END AS fence_refusals,
+		   l.stats_reset
+	  FROM @extschema@.dlock_lease AS l
+	 CROSS JOIN t
+	  LEFT JOIN s ON s.name OPERATOR(pg_catalog.=) l.name;
+COMMENT ON VIEW @extschema@.dlock_stats IS
+	'counters per lock name, one row per lease row, since the row was made or its last reset; busy, wait_timeouts and fence_refusals need shared_preload_libraries = ''dlock'' (else NULL) and count from the server''s start';
+COMMENT ON COLUMN @extschema@.dlock_stats.name IS 'the lock name';
+COMMENT ON COLUMN @extschema@.dlock_stats.acquisitions IS 'acquires that issued a new token';
+COMMENT ON COLUMN @extschema@.dlock_stats.owner_renewals IS 'acquires by the holder''s owner that kept the token';
+COMMENT ON COLUMN @extschema@.dlock_stats.renewals IS 'dlock_renew calls that returned true';
+COMMENT ON COLUMN @extschema@.dlock_stats.releases IS 'dlock_release calls that returned true';
+COMMENT ON COLUMN @extschema@.dlock_stats.takeovers IS 'acquisitions of a lease that had expired without a release';
+COMMENT ON COLUMN @extschema@.dlock_stats.lost IS 'leases that expired without a release, counted when seen: at the takeover or at dlock_cleanup';
+COMMENT ON COLUMN @extschema@.dlock_stats.busy IS 'acquires that returned NULL (shared memory; NULL without shared_preload_libraries)';
+COMMENT ON COLUMN @extschema@.dlock_stats.waits IS 'acquires that waited, whether they got the lease or not (those that did not: only with shared_preload_libraries)';
+COMMENT ON COLUMN @extschema@.dlock_stats.wait_time IS 'total seconds those acquires waited';
+COMMENT ON COLUMN @extschema@.dlock_stats.wait_time_max IS 'the longest of those waits, in seconds';
+COMMENT ON COLUMN @extschema@.dlock_stats.wait_timeouts IS 'acquires that waited and returned NULL (shared memory; NULL without shared_preload_libraries)';
+COMMENT ON COLUMN @extschema@.dlock_stats.fence_refusals IS 'LK001 errors raised by dlock_assert and dlock_fence (shared memory; NULL without shared_preload_libraries)';
+COMMENT ON COLUMN @extschema@.dlock_stats.stats_reset IS 'when the name''s counters were last reset; NULL if never';
+GRANT SELECT ON @extschema@.dlock_stats TO PUBLIC;
+
+CREATE VIEW @extschema@.dlock_stats_total AS
+	WITH s AS (SELECT * FROM @extschema@.dlock_stats_shared() AS s WHERE s.name IS NULL),
+		 l AS (SELECT coalesce(pg_catalog.sum(acquisitions), 0)::pg_catalog.int8 AS acquisitions,
+					  coalesce(pg_catalog.sum(owner_renewals), 0)::pg_catalog.int8 AS owner_renewals,
+					  coalesce(pg_catalog.sum(renewals), 0)::pg_catalog.int8 AS renewals,
+					  coalesce(pg_catalog.sum(releases), 0)::pg_catalog.int8 AS releases,
+					  coalesce(pg_catalog.sum(takeovers), 0)::pg_catalog.int8 AS takeovers,
+					  coalesce(pg_catalog.sum(lost), 0)::pg_catalog.int8 AS lost,
+					  coalesce(pg_catalog.sum(waits), 0)::pg_catalog.int8 AS waits,
+					  coalesce(pg_catalog.sum(wait_time), 0) AS wait_time,
+					  coalesce(pg_catalog.max(wait_time_max), 0) AS wait_time_max
+				 FROM @extschema@.dlock_lease)
+	SELECT l.acquisitions OPERATOR(pg_catalog.+) r.acquisitions AS acquisitions,
+		   l.owner_renewals OPERATOR(pg_catalog.+) r.owner_renewals AS owner_renewals,
+		   l.renewals OPERATOR(pg_catalog.+) r.renewals AS renewals,
+		   l.releases OPERATOR(pg_catalog.+) r.releases AS releases,
+		   l.takeovers OPERATOR(pg_catalog.+) r.takeovers AS takeovers,
+		   l.lost OPERATOR(pg_catalog.+) r.lost AS lost,
+		   s.busy,
+		   l.waits OPERATOR(pg_catalog.+) r.waits OPERATOR(pg_catalog.+) coalesce(s.wait_timeouts, 0) AS waits,
+		   l.wait_time OPERATOR(pg_catalog.+) r.wait_time OPERATOR(pg_catalog.+) coalesce(s.wait_timeout_time, 0) AS wait_time,
+		   greatest(l.wait_time_max, r.wait_time_max, s.wait_timeout_time_max) AS wait_time_max,
+		   s.wait_timeouts,
+		   s.fence_refusals,
+		   r.stats_reset
+	  FROM l
+	 CROSS JOIN @extschema@.dlock_stats_retired AS r
+	  LEFT JOIN s ON true;
+COMMENT ON VIEW @extschema@.dlock_stats_total IS
+	'the counters of dlock_stats summed over every lease row and the rows dlock_cleanup deleted (dlock_stats_retired): they never go down but by dlock_stats_reset()';
+COMMENT ON COLUMN @extschema@.dlock_stats_total.acquisitions IS 'acquires that issued a new token';
+COMMENT ON COLUMN @extschema@.dlock_stats_total.owner_renewals IS 'acquires by the holder''s owner that kept the token';
+COMMENT ON COLUMN @extschema@.dlock_stats_total.renewals IS 'dlock_renew calls that returned true';
+COMMENT ON COLUMN @extschema@.dlock_stats_total.releases IS 'dlock_release calls that returned true';
+COMMENT ON COLUMN @extschema@.dlock_stats_total.takeovers IS 'acquisitions of a lease that had expired without a release';
+COMMENT ON COLUMN @extschema@.dlock_stats_total.lost IS 'leases that expired without a release, counted when seen: at the takeover or at dlock_cleanup';
+COMMENT ON COLUMN @extschema@.dlock_stats_total.busy IS 'acquires that returned NULL (shared memory; NULL without shared_preload_libraries)';
+COMMENT ON COLUMN @extschema@.dlock_stats_total.waits IS 'acquires that waited, whether they got the lease or not (those that did not: only with shared_preload_libraries)';
+COMMENT ON COLUMN @extschema@.dlock_stats_total.wait_time IS 'total seconds those acquires waited';
+COMMENT ON COLUMN @extschema@.dlock_stats_total.wait_time_max IS 'the longest of those waits, in seconds';
+COMMENT ON COLUMN @extschema@.dlock_stats_total.wait_timeouts IS 'acquires that waited and returned NULL (shared memory; NULL without shared_preload_libraries)';
+COMMENT ON COLUMN @extschema@.dlock_stats_total.fence_refusals IS 'LK001 errors raised by dlock_assert and dlock_fence (shared memory; NULL without shared_preload_libraries)';
+COMMENT ON COLUMN @extschema@.dlock_stats_total.stats_reset IS 'when all counters were last reset (dlock_stats_reset()); NULL if never';
+GRANT SELECT ON @extschema@.dlock_stats_total TO PUBLIC;
+
+CREATE FUNCTION @extschema@.dlock_stats_reset(name pg_catalog.text DEFAULT NULL)
+RETURNS void
+AS 'MODULE_PATHNAME', 'dlock_stats_reset'
+LANGUAGE C VOLATILE CALLED ON NULL INPUT PARALLEL UNSAFE;
+REVOKE ALL ON FUNCTION @extschema@.dlock_stats_reset(pg_catalog.text) FROM PUBLIC;
+COMMENT ON FUNCTION @extschema@.dlock_stats_reset(pg_catalog.text) IS
+	'zero the counters of one lock name (they move to the totals), or with NULL of every name, the totals and the shared-memory counters of this database; the extension owner, superusers and roles granted EXECUTE only';

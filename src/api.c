@@ -144,6 +144,7 @@ dlock_renew(PG_FUNCTION_ARGS)
 	/* A renewal wakes nobody: the queue's head sleeps until the expiry. */
 	if (!LockLeaseOfHolder(rels, name, token, "renew", &lease, &now, &tag))
 		PG_RETURN_BOOL(false);
+	lease.stats.count[DLOCK_STATS_RENEWALS]++;
 	LeaseSetExpiry(rels, name, &lease, DlockExpiryArg(fcinfo, 2, now));
 	/* A renewal lost in a crash or failover would end the lease early. */
 	ForceDurableCommit();
@@ -198,6 +199,7 @@ dlock_cleanup(PG_FUNCTION_ARGS)
 	List	   *names;
 	ListCell   *lc;
 	int64		deleted = 0;
+	DlockLeaseStats retired;
 
 	if (PG_ARGISNULL(1))
 		ereport(ERROR,
@@ -211,6 +213,7 @@ dlock_cleanup(PG_FUNCTION_ARGS)
 	PreventCommandIfReadOnly("dlock_cleanup()");
 
 	rels = DlockGetRelations(fcinfo);
+	memset(&retired, 0, sizeof(retired));
 	names = LeaseListIdle(rels, now, now - older_usecs, max_rows);
 	foreach(lc, names)
 	{
@@ -228,7 +231,12 @@ dlock_cleanup(PG_FUNCTION_ARGS)
 		if (lease.found && !LeaseIsHeld(&lease, now) &&
 			last < now - older_usecs)
 		{
+			/* Its counters go to the totals, a lease never released as lost. */
+			if (!lease.released)
+				lease.stats.count[DLOCK_STATS_LOST]++;
+			StatsAdd(&retired, &lease.stats);
 			LeaseDelete(rels, &lease);
+			StatsForgetName(name);
 			deleted++;
 		}
 
@@ -241,6 +249,8 @@ dlock_cleanup(PG_FUNCTION_ARGS)
 		NameLockGiveBack(&tag, DLOCK_LOCK_HANDOVER);
 		CHECK_FOR_INTERRUPTS();
 	}
+	if (deleted > 0)
+		StatsRetire(rels, &retired, 0);
 	PG_RETURN_INT64(deleted);
 }
 
