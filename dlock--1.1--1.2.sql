@@ -947,11 +947,10 @@ CREATE TABLE @extschema@.dlock_stats_retired (
 	wait_time_max pg_catalog.float8 NOT NULL DEFAULT 0,
 	stats_reset pg_catalog.timestamptz
 );
-INSERT INTO @extschema@.dlock_stats_retired DEFAULT VALUES;
 SELECT pg_catalog.pg_extension_config_dump('@extschema@.dlock_stats_retired', '');
 REVOKE ALL ON @extschema@.dlock_stats_retired FROM PUBLIC;
 COMMENT ON TABLE @extschema@.dlock_stats_retired IS
-	'one row: the counters of the lease rows dlock_cleanup deleted and of names reset one by one, so that dlock_stats_total never goes down but by dlock_stats_reset()';
+	'at most one row, made by the first cleanup or reset: the counters of the lease rows dlock_cleanup deleted and of names reset one by one, so that dlock_stats_total never goes down but by dlock_stats_reset()';
 
 CREATE FUNCTION @extschema@.dlock_stats_shared(
 	OUT name pg_catalog.text, OUT busy pg_catalog.int8,
@@ -1015,21 +1014,21 @@ CREATE VIEW @extschema@.dlock_stats_total AS
 					  coalesce(pg_catalog.sum(wait_time), 0) AS wait_time,
 					  coalesce(pg_catalog.max(wait_time_max), 0) AS wait_time_max
 				 FROM @extschema@.dlock_lease)
-	SELECT l.acquisitions OPERATOR(pg_catalog.+) r.acquisitions AS acquisitions,
-		   l.owner_renewals OPERATOR(pg_catalog.+) r.owner_renewals AS owner_renewals,
-		   l.renewals OPERATOR(pg_catalog.+) r.renewals AS renewals,
-		   l.releases OPERATOR(pg_catalog.+) r.releases AS releases,
-		   l.takeovers OPERATOR(pg_catalog.+) r.takeovers AS takeovers,
-		   l.lost OPERATOR(pg_catalog.+) r.lost AS lost,
+	SELECT l.acquisitions OPERATOR(pg_catalog.+) coalesce(r.acquisitions, 0) AS acquisitions,
+		   l.owner_renewals OPERATOR(pg_catalog.+) coalesce(r.owner_renewals, 0) AS owner_renewals,
+		   l.renewals OPERATOR(pg_catalog.+) coalesce(r.renewals, 0) AS renewals,
+		   l.releases OPERATOR(pg_catalog.+) coalesce(r.releases, 0) AS releases,
+		   l.takeovers OPERATOR(pg_catalog.+) coalesce(r.takeovers, 0) AS takeovers,
+		   l.lost OPERATOR(pg_catalog.+) coalesce(r.lost, 0) AS lost,
 		   s.busy,
-		   l.waits OPERATOR(pg_catalog.+) r.waits OPERATOR(pg_catalog.+) coalesce(s.wait_timeouts, 0) AS waits,
-		   l.wait_time OPERATOR(pg_catalog.+) r.wait_time OPERATOR(pg_catalog.+) coalesce(s.wait_timeout_time, 0) AS wait_time,
+		   l.waits OPERATOR(pg_catalog.+) coalesce(r.waits, 0) OPERATOR(pg_catalog.+) coalesce(s.wait_timeouts, 0) AS waits,
+		   l.wait_time OPERATOR(pg_catalog.+) coalesce(r.wait_time, 0) OPERATOR(pg_catalog.+) coalesce(s.wait_timeout_time, 0) AS wait_time,
 		   greatest(l.wait_time_max, r.wait_time_max, s.wait_timeout_time_max) AS wait_time_max,
 		   s.wait_timeouts,
 		   s.fence_refusals,
 		   r.stats_reset
 	  FROM l
-	 CROSS JOIN @extschema@.dlock_stats_retired AS r
+	  LEFT JOIN @extschema@.dlock_stats_retired AS r ON true
 	  LEFT JOIN s ON true;
 COMMENT ON VIEW @extschema@.dlock_stats_total IS
 	'the counters of dlock_stats summed over every lease row and the rows dlock_cleanup deleted (dlock_stats_retired): they never go down but by dlock_stats_reset()';

@@ -441,14 +441,18 @@ StatsRetire(const DlockRelations *rels, const DlockLeaseStats *add,
 	slot = ExecInitExtraTupleSlot(estate, RelationGetDescr(rel), &TTSOpsVirtual);
 	searchslot = ExecInitExtraTupleSlot(estate, RelationGetDescr(rel),
 										&TTSOpsVirtual);
+	/* The row is made by the first change (a restored dump brings its own). */
 	scan = systable_beginscan(rel, InvalidOid, false, SnapshotSelf, 0, NULL);
 	tuple = systable_getnext(scan);
-	if (!HeapTupleIsValid(tuple))
-		elog(ERROR, "relation \"dlock_stats_retired\" has no row");
 	ExecClearTuple(slot);
-	heap_deform_tuple(tuple, RelationGetDescr(rel), slot->tts_values,
-					  slot->tts_isnull);
-	searchslot->tts_tid = tuple->t_self;
+	memset(slot->tts_isnull, true, RelationGetDescr(rel)->natts * sizeof(bool));
+	ItemPointerSetInvalid(&searchslot->tts_tid);
+	if (HeapTupleIsValid(tuple))
+	{
+		heap_deform_tuple(tuple, RelationGetDescr(rel), slot->tts_values,
+						  slot->tts_isnull);
+		searchslot->tts_tid = tuple->t_self;
+	}
 	systable_endscan(scan);
 	StatsFromValues(att, slot->tts_values, slot->tts_isnull, &s);
 	if (add != NULL)
@@ -461,7 +465,18 @@ StatsRetire(const DlockRelations *rels, const DlockLeaseStats *add,
 	}
 	StatsToValues(att, &s, slot->tts_values, slot->tts_isnull);
 	ExecStoreVirtualTuple(slot);
-	ExecSimpleRelationUpdate(rri, estate, NULL, searchslot, slot);
+	if (ItemPointerIsValid(&searchslot->tts_tid))
+		ExecSimpleRelationUpdate(rri, estate, NULL, searchslot, slot);
+	else
+	{
+		AttrNumber	one = get_attnum(rels->stats_retired, "one");
+
+		if (one == InvalidAttrNumber)
+			elog(ERROR, "relation \"dlock_stats_retired\" has no column \"one\"");
+		slot->tts_isnull[one - 1] = false;
+		slot->tts_values[one - 1] = BoolGetDatum(true);
+		ExecSimpleRelationInsert(rri, estate, slot);
+	}
 	ExecCloseIndices(rri);
 	ExecResetTupleTable(estate->es_tupleTable, false);
 	FreeExecutorState(estate);
