@@ -933,6 +933,16 @@ ALTER TABLE @extschema@.dlock_lease
 	ADD COLUMN wait_time pg_catalog.float8 NOT NULL DEFAULT 0,
 	ADD COLUMN wait_time_max pg_catalog.float8 NOT NULL DEFAULT 0,
 	ADD COLUMN stats_reset pg_catalog.timestamptz;
+COMMENT ON COLUMN @extschema@.dlock_lease.acquisitions IS 'acquires that issued a new token for this name';
+COMMENT ON COLUMN @extschema@.dlock_lease.owner_renewals IS 'acquires by the holder''s owner that kept the token';
+COMMENT ON COLUMN @extschema@.dlock_lease.renewals IS 'dlock_renew calls that returned true';
+COMMENT ON COLUMN @extschema@.dlock_lease.releases IS 'dlock_release calls that returned true';
+COMMENT ON COLUMN @extschema@.dlock_lease.takeovers IS 'acquisitions of a lease that had expired without a release';
+COMMENT ON COLUMN @extschema@.dlock_lease.lost IS 'leases of this name that expired without a release (counted at the takeover or at dlock_cleanup)';
+COMMENT ON COLUMN @extschema@.dlock_lease.waits IS 'acquires that waited in the queue and got the lease (those that timed out: dlock_stats, shared memory)';
+COMMENT ON COLUMN @extschema@.dlock_lease.wait_time IS 'total seconds those acquires waited';
+COMMENT ON COLUMN @extschema@.dlock_lease.wait_time_max IS 'the longest of those waits, in seconds';
+COMMENT ON COLUMN @extschema@.dlock_lease.stats_reset IS 'when dlock_stats_reset last reset these counters; NULL if never';
 
 CREATE TABLE @extschema@.dlock_stats_retired (
 	one pg_catalog.bool PRIMARY KEY DEFAULT true CHECK (one),
@@ -949,6 +959,17 @@ CREATE TABLE @extschema@.dlock_stats_retired (
 );
 SELECT pg_catalog.pg_extension_config_dump('@extschema@.dlock_stats_retired', '');
 REVOKE ALL ON @extschema@.dlock_stats_retired FROM PUBLIC;
+COMMENT ON COLUMN @extschema@.dlock_stats_retired.one IS 'always true: the table has at most one row';
+COMMENT ON COLUMN @extschema@.dlock_stats_retired.acquisitions IS 'acquires that issued a new token of deleted rows';
+COMMENT ON COLUMN @extschema@.dlock_stats_retired.owner_renewals IS 'acquires by the holder''s owner that kept the token';
+COMMENT ON COLUMN @extschema@.dlock_stats_retired.renewals IS 'dlock_renew calls that returned true';
+COMMENT ON COLUMN @extschema@.dlock_stats_retired.releases IS 'dlock_release calls that returned true';
+COMMENT ON COLUMN @extschema@.dlock_stats_retired.takeovers IS 'acquisitions of a lease that had expired without a release';
+COMMENT ON COLUMN @extschema@.dlock_stats_retired.lost IS 'leases that expired without a release (counted at the takeover or at dlock_cleanup)';
+COMMENT ON COLUMN @extschema@.dlock_stats_retired.waits IS 'acquires that waited in the queue and got the lease (those that timed out: dlock_stats, shared memory)';
+COMMENT ON COLUMN @extschema@.dlock_stats_retired.wait_time IS 'total seconds those acquires waited';
+COMMENT ON COLUMN @extschema@.dlock_stats_retired.wait_time_max IS 'the longest of those waits, in seconds';
+COMMENT ON COLUMN @extschema@.dlock_stats_retired.stats_reset IS 'when dlock_stats_reset() last reset all counters; NULL if never';
 COMMENT ON TABLE @extschema@.dlock_stats_retired IS
 	'at most one row, made by the first cleanup or reset: the counters of the lease rows dlock_cleanup deleted and of names reset one by one, so that dlock_stats_total never goes down but by dlock_stats_reset()';
 
@@ -1054,3 +1075,54 @@ LANGUAGE C VOLATILE CALLED ON NULL INPUT PARALLEL UNSAFE;
 REVOKE ALL ON FUNCTION @extschema@.dlock_stats_reset(pg_catalog.text) FROM PUBLIC;
 COMMENT ON FUNCTION @extschema@.dlock_stats_reset(pg_catalog.text) IS
 	'zero the counters of one lock name (they move to the totals), or with NULL of every name, the totals and the shared-memory counters of this database; the extension owner, superusers and roles granted EXECUTE only';
+
+-- issue 27 item 3: dlock_waiters.  Who waits for a lease (the holder of a
+-- name's queue lock is the head, the others wait for that lock) and who
+-- pins one (holds its check protection while it is not held), read from
+-- the lock manager; src/waiters.c.
+CREATE FUNCTION @extschema@.dlock_waiters_locks(
+	OUT name pg_catalog.text, OUT kind pg_catalog.text, OUT pid pg_catalog.int4,
+	OUT head pg_catalog.bool, OUT since pg_catalog.timestamptz,
+	OUT deadline pg_catalog.timestamptz)
+RETURNS SETOF record
+AS 'MODULE_PATHNAME', 'dlock_waiters_locks'
+LANGUAGE C VOLATILE PARALLEL RESTRICTED;
+COMMENT ON FUNCTION @extschema@.dlock_waiters_locks() IS
+	'the lock manager''s view of dlock''s waiting acquires (head: holds the name''s queue lock) and check protections, by lease name, with the wait''s start and deadline where known; dlock_waiters shows it';
+
+CREATE VIEW @extschema@.dlock_waiters AS
+	SELECT w.name,
+		   w.kind,
+		   CASE WHEN v.visible THEN w.pid END AS pid,
+		   CASE WHEN v.visible THEN a.usename END AS role,
+		   coalesce(w.since, CASE WHEN w.kind OPERATOR(pg_catalog.=) 'pinning'
+								  THEN a.xact_start ELSE a.query_start END) AS since,
+		   CASE WHEN w.kind OPERATOR(pg_catalog.=) 'waiting'
+				THEN pg_catalog.row_number() OVER (
+						 PARTITION BY w.name, w.kind
+						 ORDER BY w.head DESC, coalesce(w.since, a.query_start), w.pid)::pg_catalog.int4
+			END AS position,
+		   w.deadline,
+		   CASE WHEN v.visible THEN a.state END AS state,
+		   l.expires_at AS lease_expires_at
+	  FROM @extschema@.dlock_waiters_locks() AS w
+	  LEFT JOIN pg_catalog.pg_stat_activity AS a ON a.pid OPERATOR(pg_catalog.=) w.pid
+	  LEFT JOIN @extschema@.dlock_lease AS l ON l.name OPERATOR(pg_catalog.=) w.name
+	 CROSS JOIN LATERAL (
+		SELECT coalesce(pg_catalog.pg_has_role(a.usesysid, 'MEMBER')
+						OR pg_catalog.pg_has_role('pg_read_all_stats', 'MEMBER'), false) AS visible) AS v
+	 WHERE w.kind OPERATOR(pg_catalog.=) 'waiting'
+		OR l.released_at IS NOT NULL
+		OR l.expires_at OPERATOR(pg_catalog.<=) pg_catalog.clock_timestamp();
+COMMENT ON VIEW @extschema@.dlock_waiters IS
+	'waiting acquires (kind waiting) and transactions that keep a lease no longer held from changing hands with its check protection (kind pinning)';
+COMMENT ON COLUMN @extschema@.dlock_waiters.name IS 'the lock name';
+COMMENT ON COLUMN @extschema@.dlock_waiters.kind IS 'waiting: an acquire waiting for the lease; pinning: a transaction holding the check protection of a lease that is no longer held';
+COMMENT ON COLUMN @extschema@.dlock_waiters.pid IS 'the backend; NULL unless the current role is a member of its role or of pg_read_all_stats';
+COMMENT ON COLUMN @extschema@.dlock_waiters.role IS 'the backend''s role; NULL unless the current role is a member of it or of pg_read_all_stats';
+COMMENT ON COLUMN @extschema@.dlock_waiters.since IS 'waiting: when the acquire began (with shared_preload_libraries; else when it began to wait in the lock manager, or its statement''s start); pinning: its transaction''s start';
+COMMENT ON COLUMN @extschema@.dlock_waiters.position IS 'waiting: 1 for the head of the queue (the one that looks at the lease), then by pg_locks.waitstart order; pinning: NULL';
+COMMENT ON COLUMN @extschema@.dlock_waiters.deadline IS 'waiting: when the acquire gives up (with shared_preload_libraries; else NULL); pinning: NULL';
+COMMENT ON COLUMN @extschema@.dlock_waiters.state IS 'the backend''s state (pg_stat_activity.state), with the same visibility';
+COMMENT ON COLUMN @extschema@.dlock_waiters.lease_expires_at IS 'when the lease expires or expired; NULL if the name has no lease row';
+GRANT SELECT ON @extschema@.dlock_waiters TO PUBLIC;

@@ -393,7 +393,9 @@ LeaseAcquire(FunctionCallInfo fcinfo, text *name, int64 wait_usecs,
 	}
 	NameLockTag(name, &tag);
 	w.queued = true;
+	StatsWaitBegin(&w);			/* for dlock_waiters (stats.c) */
 	token = AcquireWaiting(fcinfo, name, &tag, owner, &w);
+	StatsWaitEnd();
 	if (token == 0)
 		StatsCountWaitTimeout(name, GetCurrentTimestamp() - w.start);
 	return token;

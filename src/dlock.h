@@ -257,8 +257,14 @@ extern void StatsCountBusy(text *name);
 extern void StatsCountWaitTimeout(text *name, int64 waited);
 extern void StatsCountFenceRefusal(text *name);
 extern void StatsForgetName(text *name);
+extern void StatsWaitBegin(const DlockWait *w);
+extern void StatsWaitEnd(void);
+extern bool StatsWaitOf(int pid, TimestampTz *start, TimestampTz *deadline);
 extern PGDLLEXPORT Datum dlock_stats_shared(PG_FUNCTION_ARGS);
 extern PGDLLEXPORT Datum dlock_stats_reset(PG_FUNCTION_ARGS);
+
+/* waiters.c */
+extern PGDLLEXPORT Datum dlock_waiters_locks(PG_FUNCTION_ARGS);
 
 /* events.c: NOTIFY dlock at commit, if dlock.events is on */
 typedef enum DlockEvent

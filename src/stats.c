@@ -85,6 +85,25 @@ typedef struct StatsShared
 
 static StatsShared *stats_shared = NULL;
 static HTAB *stats_hash = NULL;
+
+/*
+ * The waiting acquires of the cluster, by pid, for dlock_waiters' since
+ * and deadline: at most DLOCK_MAX_WAITERS at once are known (the view
+ * shows NULL for the others).  A backend's entry is removed when its wait
+ * ends, or when the (sub)transaction of the wait aborts.
+ */
+#define DLOCK_MAX_WAITERS 1024
+
+typedef struct WaiterEntry
+{
+	int			pid;
+	TimestampTz start;
+	TimestampTz deadline;
+} WaiterEntry;
+
+static HTAB *waiter_hash = NULL;
+static bool waiter_registered = false;
+static SubTransactionId waiter_subid;	/* the subtransaction that waits */
 static shmem_startup_hook_type prev_shmem_startup_hook = NULL;
 
 #ifdef DLOCK_SHMEM_REQUEST_HOOK
@@ -107,7 +126,9 @@ StatsShmemRequest(void)
 #endif
 	RequestAddinShmemSpace(MAXALIGN(sizeof(StatsShared)) +
 						   hash_estimate_size(StatsHashSize(),
-											  sizeof(StatsEntry)));
+											  sizeof(StatsEntry)) +
+						   hash_estimate_size(DLOCK_MAX_WAITERS,
+											  sizeof(WaiterEntry)));
 	RequestNamedLWLockTranche("dlock", 1);
 }
 
@@ -132,7 +153,84 @@ StatsShmemStartup(void)
 	stats_hash = ShmemInitHash("dlock stats names", StatsHashSize(),
 							   StatsHashSize(), &info,
 							   HASH_ELEM | HASH_BLOBS);
+	memset(&info, 0, sizeof(info));
+	info.keysize = sizeof(int);
+	info.entrysize = sizeof(WaiterEntry);
+	waiter_hash = ShmemInitHash("dlock waiters", DLOCK_MAX_WAITERS,
+								DLOCK_MAX_WAITERS, &info,
+								HASH_ELEM | HASH_BLOBS);
 	LWLockRelease(AddinShmemInitLock);
+}
+
+/* This backend's wait ends: its entry goes. */
+void
+StatsWaitEnd(void)
+{
+	if (!waiter_registered || waiter_hash == NULL)
+		return;
+	LWLockAcquire(stats_shared->lock, LW_EXCLUSIVE);
+	(void) hash_search(waiter_hash, &MyProcPid, HASH_REMOVE, NULL);
+	LWLockRelease(stats_shared->lock);
+	waiter_registered = false;
+}
+
+/* A waiting acquire begins: its start and deadline, for dlock_waiters. */
+void
+StatsWaitBegin(const DlockWait *w)
+{
+	WaiterEntry *e;
+
+	if (waiter_hash == NULL)
+		return;
+	LWLockAcquire(stats_shared->lock, LW_EXCLUSIVE);
+	e = hash_search(waiter_hash, &MyProcPid, HASH_ENTER_NULL, NULL);
+	if (e != NULL)
+	{
+		e->start = w->start;
+		e->deadline = w->deadline;
+		waiter_registered = true;
+		waiter_subid = GetCurrentSubTransactionId();
+	}
+	LWLockRelease(stats_shared->lock);
+}
+
+/* The start and deadline of pid's waiting acquire, if known. */
+bool
+StatsWaitOf(int pid, TimestampTz *start, TimestampTz *deadline)
+{
+	WaiterEntry *e;
+	bool		found = false;
+
+	if (waiter_hash == NULL)
+		return false;
+	LWLockAcquire(stats_shared->lock, LW_SHARED);
+	e = hash_search(waiter_hash, &pid, HASH_FIND, NULL);
+	if (e != NULL)
+	{
+		*start = e->start;
+		*deadline = e->deadline;
+		found = true;
+	}
+	LWLockRelease(stats_shared->lock);
+	return found;
+}
+
+/* A wait ended by an error: its entry goes with the (sub)transaction. */
+static void
+StatsXactCallback(XactEvent event, void *arg)
+{
+	if (event == XACT_EVENT_ABORT || event == XACT_EVENT_PARALLEL_ABORT)
+		StatsWaitEnd();
+}
+
+static void
+StatsSubXactCallback(SubXactEvent event, SubTransactionId mySubid,
+					 SubTransactionId parentSubid, void *arg)
+{
+	/* Not the internal subtransactions of the wait itself (wait.c). */
+	if (event == SUBXACT_EVENT_ABORT_SUB && waiter_registered &&
+		mySubid == waiter_subid)
+		StatsWaitEnd();
 }
 
 /* Called from _PG_init: shared counters only when preloaded. */
@@ -159,6 +257,8 @@ StatsInit(void)
 #endif
 	prev_shmem_startup_hook = shmem_startup_hook;
 	shmem_startup_hook = StatsShmemStartup;
+	RegisterXactCallback(StatsXactCallback, NULL);
+	RegisterSubXactCallback(StatsSubXactCallback, NULL);
 }
 
 static void

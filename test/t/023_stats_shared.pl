@@ -13,7 +13,7 @@ use warnings;
 use FindBin;
 use lib "$FindBin::Bin/../lib";
 
-use File::Temp qw(tempfile);
+use IPC::Run;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
@@ -58,6 +58,23 @@ my $row = $node->safe_psql('stats_shared', q{
 	  FROM dlock_stats WHERE name = 'n';
 });
 is((split /\n/, $row)[-1], '3 1 1 0', 'busy, timed-out waits and waits counted');
+
+# dlock_waiters knows a waiting acquire's start and deadline.
+my $waiter = IPC::Run::start(
+	[
+		'psql', '-X', '-d', $node->connstr('stats_shared'), '-c',
+		"SELECT dlock_acquire('n', '1 min', wait => '3 s')"
+	],
+	'>', \my $waiter_out, '2>', \my $waiter_err);
+ok( $node->poll_query_until(
+		'stats_shared',
+		"SELECT count(*) = 1 FROM dlock_waiters WHERE name = 'n' AND kind = 'waiting'"),
+	'the waiting acquire is listed');
+is( $node->safe_psql(
+		'stats_shared',
+		"SELECT position || ' ' || (deadline - since) FROM dlock_waiters WHERE name = 'n'"),
+	'1 00:00:03', 'its position, and its deadline 3 s after its start');
+$waiter->finish;
 
 $node->stop;
 done_testing();
