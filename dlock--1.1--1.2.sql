@@ -959,6 +959,8 @@ CREATE TABLE @extschema@.dlock_stats_retired (
 );
 SELECT pg_catalog.pg_extension_config_dump('@extschema@.dlock_stats_retired', '');
 REVOKE ALL ON @extschema@.dlock_stats_retired FROM PUBLIC;
+-- pg_dump by the database owner reads it, as every config table (1.1, issue 15).
+GRANT SELECT ON @extschema@.dlock_stats_retired TO pg_database_owner;
 COMMENT ON COLUMN @extschema@.dlock_stats_retired.one IS 'always true: the table has at most one row';
 COMMENT ON COLUMN @extschema@.dlock_stats_retired.acquisitions IS 'acquires that issued a new token of deleted rows';
 COMMENT ON COLUMN @extschema@.dlock_stats_retired.owner_renewals IS 'acquires by the holder''s owner that kept the token';
