@@ -1088,7 +1088,7 @@ CREATE FUNCTION @extschema@.dlock_waiters_locks(
 	OUT deadline pg_catalog.timestamptz)
 RETURNS SETOF record
 AS 'MODULE_PATHNAME', 'dlock_waiters_locks'
-LANGUAGE C VOLATILE PARALLEL RESTRICTED;
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
 COMMENT ON FUNCTION @extschema@.dlock_waiters_locks() IS
 	'the lock manager''s view of dlock''s waiting acquires (head: holds the name''s queue lock) and check protections, by lease name, with the wait''s start and deadline where known; dlock_waiters shows it';
 
