@@ -15,9 +15,11 @@ OBJS = \
 	src/lease.o \
 	src/locktag.o \
 	src/relation.o \
+	src/stats.o \
 	src/token.o \
 	src/undelivered.o \
-	src/wait.o
+	src/wait.o \
+	src/waiters.o
 
 # The full install script of the version in progress (default_version in
 # dlock.control, the one version source) is made at build time from the last

@@ -464,3 +464,216 @@ $dlock$;
 REVOKE ALL ON FUNCTION @extschema@.dlock_import(pg_catalog.jsonb, pg_catalog.bool) FROM PUBLIC;
 COMMENT ON FUNCTION @extschema@.dlock_import(pg_catalog.jsonb, pg_catalog.bool) IS
 	'write the leases of a dlock_export of either edition into an empty lease table (replace => true: one without held leases), holders bound by role name, and raise the token counter above the highest exported token; returns how many leases; the extension owner, superusers and roles granted EXECUTE only';
+
+-- issue 27 item 1: metrics.  The counters of a call that writes the lease
+-- row are columns of that row, changed by the same update (no extra row,
+-- no extra WAL record); dlock_cleanup adds the counters of the rows it
+-- deletes to dlock_stats_retired.  Busy answers, timed-out waits and LK001
+-- refusals write nothing: they are counted in shared memory (with
+-- shared_preload_libraries = 'dlock'), else NULL.  src/stats.c.
+ALTER TABLE @extschema@.dlock_lease
+	ADD COLUMN acquisitions pg_catalog.int8 NOT NULL DEFAULT 0,
+	ADD COLUMN owner_renewals pg_catalog.int8 NOT NULL DEFAULT 0,
+	ADD COLUMN renewals pg_catalog.int8 NOT NULL DEFAULT 0,
+	ADD COLUMN releases pg_catalog.int8 NOT NULL DEFAULT 0,
+	ADD COLUMN takeovers pg_catalog.int8 NOT NULL DEFAULT 0,
+	ADD COLUMN lost pg_catalog.int8 NOT NULL DEFAULT 0,
+	ADD COLUMN waits pg_catalog.int8 NOT NULL DEFAULT 0,
+	ADD COLUMN wait_time pg_catalog.float8 NOT NULL DEFAULT 0,
+	ADD COLUMN wait_time_max pg_catalog.float8 NOT NULL DEFAULT 0,
+	ADD COLUMN stats_reset pg_catalog.timestamptz;
+COMMENT ON COLUMN @extschema@.dlock_lease.acquisitions IS 'acquires that issued a new token for this name';
+COMMENT ON COLUMN @extschema@.dlock_lease.owner_renewals IS 'acquires by the holder''s owner that kept the token';
+COMMENT ON COLUMN @extschema@.dlock_lease.renewals IS 'dlock_renew calls that returned true';
+COMMENT ON COLUMN @extschema@.dlock_lease.releases IS 'dlock_release calls that returned true';
+COMMENT ON COLUMN @extschema@.dlock_lease.takeovers IS 'acquisitions of a lease that had expired without a release';
+COMMENT ON COLUMN @extschema@.dlock_lease.lost IS 'leases of this name that expired without a release (counted at the takeover or at dlock_cleanup)';
+COMMENT ON COLUMN @extschema@.dlock_lease.waits IS 'acquires that waited in the queue and got the lease (those that timed out: dlock_stats, shared memory)';
+COMMENT ON COLUMN @extschema@.dlock_lease.wait_time IS 'total seconds those acquires waited';
+COMMENT ON COLUMN @extschema@.dlock_lease.wait_time_max IS 'the longest of those waits, in seconds';
+COMMENT ON COLUMN @extschema@.dlock_lease.stats_reset IS 'when dlock_stats_reset last reset these counters; NULL if never';
+
+CREATE TABLE @extschema@.dlock_stats_retired (
+	one pg_catalog.bool PRIMARY KEY DEFAULT true CHECK (one),
+	acquisitions pg_catalog.int8 NOT NULL DEFAULT 0,
+	owner_renewals pg_catalog.int8 NOT NULL DEFAULT 0,
+	renewals pg_catalog.int8 NOT NULL DEFAULT 0,
+	releases pg_catalog.int8 NOT NULL DEFAULT 0,
+	takeovers pg_catalog.int8 NOT NULL DEFAULT 0,
+	lost pg_catalog.int8 NOT NULL DEFAULT 0,
+	waits pg_catalog.int8 NOT NULL DEFAULT 0,
+	wait_time pg_catalog.float8 NOT NULL DEFAULT 0,
+	wait_time_max pg_catalog.float8 NOT NULL DEFAULT 0,
+	stats_reset pg_catalog.timestamptz
+);
+SELECT pg_catalog.pg_extension_config_dump('@extschema@.dlock_stats_retired', '');
+REVOKE ALL ON @extschema@.dlock_stats_retired FROM PUBLIC;
+-- pg_dump by the database owner reads it, as every config table (1.1, issue 15).
+GRANT SELECT ON @extschema@.dlock_stats_retired TO pg_database_owner;
+COMMENT ON COLUMN @extschema@.dlock_stats_retired.one IS 'always true: the table has at most one row';
+COMMENT ON COLUMN @extschema@.dlock_stats_retired.acquisitions IS 'acquires that issued a new token of deleted rows';
+COMMENT ON COLUMN @extschema@.dlock_stats_retired.owner_renewals IS 'acquires by the holder''s owner that kept the token';
+COMMENT ON COLUMN @extschema@.dlock_stats_retired.renewals IS 'dlock_renew calls that returned true';
+COMMENT ON COLUMN @extschema@.dlock_stats_retired.releases IS 'dlock_release calls that returned true';
+COMMENT ON COLUMN @extschema@.dlock_stats_retired.takeovers IS 'acquisitions of a lease that had expired without a release';
+COMMENT ON COLUMN @extschema@.dlock_stats_retired.lost IS 'leases that expired without a release (counted at the takeover or at dlock_cleanup)';
+COMMENT ON COLUMN @extschema@.dlock_stats_retired.waits IS 'acquires that waited in the queue and got the lease (those that timed out: dlock_stats, shared memory)';
+COMMENT ON COLUMN @extschema@.dlock_stats_retired.wait_time IS 'total seconds those acquires waited';
+COMMENT ON COLUMN @extschema@.dlock_stats_retired.wait_time_max IS 'the longest of those waits, in seconds';
+COMMENT ON COLUMN @extschema@.dlock_stats_retired.stats_reset IS 'when dlock_stats_reset() last reset all counters; NULL if never';
+COMMENT ON TABLE @extschema@.dlock_stats_retired IS
+	'at most one row, made by the first cleanup or reset: the counters of the lease rows dlock_cleanup deleted and of names reset one by one, so that dlock_stats_total never goes down but by dlock_stats_reset()';
+
+CREATE FUNCTION @extschema@.dlock_stats_shared(
+	OUT name pg_catalog.text, OUT busy pg_catalog.int8,
+	OUT wait_timeouts pg_catalog.int8, OUT wait_timeout_time pg_catalog.float8,
+	OUT wait_timeout_time_max pg_catalog.float8,
+	OUT fence_refusals pg_catalog.int8)
+RETURNS SETOF record
+AS 'MODULE_PATHNAME', 'dlock_stats_shared'
+LANGUAGE C VOLATILE PARALLEL SAFE;
+COMMENT ON FUNCTION @extschema@.dlock_stats_shared() IS
+	'the counters dlock keeps in shared memory for this database: one row per name and one with a NULL name for the total; no row unless the library is in shared_preload_libraries';
+
+CREATE VIEW @extschema@.dlock_stats AS
+	WITH s AS (SELECT * FROM @extschema@.dlock_stats_shared()),
+		 t AS (SELECT pg_catalog.count(*) OPERATOR(pg_catalog.>) 0 AS shared
+				 FROM s WHERE s.name IS NULL)
+	SELECT l.name,
+		   l.acquisitions,
+		   l.owner_renewals,
+		   l.renewals,
+		   l.releases,
+		   l.takeovers,
+		   l.lost,
+		   CASE WHEN t.shared THEN coalesce(s.busy, 0) END AS busy,
+		   l.waits OPERATOR(pg_catalog.+) coalesce(s.wait_timeouts, 0) AS waits,
+		   l.wait_time OPERATOR(pg_catalog.+) coalesce(s.wait_timeout_time, 0) AS wait_time,
+		   greatest(l.wait_time_max, s.wait_timeout_time_max) AS wait_time_max,
+		   CASE WHEN t.shared THEN coalesce(s.wait_timeouts, 0) END AS wait_timeouts,
+		   CASE WHEN t.shared THEN coalesce(s.fence_refusals, 0) END AS fence_refusals,
+		   l.stats_reset
+	  FROM @extschema@.dlock_lease AS l
+	 CROSS JOIN t
+	  LEFT JOIN s ON s.name OPERATOR(pg_catalog.=) l.name;
+COMMENT ON VIEW @extschema@.dlock_stats IS
+	'counters per lock name, one row per lease row, since the row was made or its last reset; busy, wait_timeouts and fence_refusals need shared_preload_libraries = ''dlock'' (else NULL) and count from the server''s start';
+COMMENT ON COLUMN @extschema@.dlock_stats.name IS 'the lock name';
+COMMENT ON COLUMN @extschema@.dlock_stats.acquisitions IS 'acquires that issued a new token';
+COMMENT ON COLUMN @extschema@.dlock_stats.owner_renewals IS 'acquires by the holder''s owner that kept the token';
+COMMENT ON COLUMN @extschema@.dlock_stats.renewals IS 'dlock_renew calls that returned true';
+COMMENT ON COLUMN @extschema@.dlock_stats.releases IS 'dlock_release calls that returned true';
+COMMENT ON COLUMN @extschema@.dlock_stats.takeovers IS 'acquisitions of a lease that had expired without a release';
+COMMENT ON COLUMN @extschema@.dlock_stats.lost IS 'leases that expired without a release, counted when seen: at the takeover or at dlock_cleanup';
+COMMENT ON COLUMN @extschema@.dlock_stats.busy IS 'acquires that returned NULL (shared memory; NULL without shared_preload_libraries)';
+COMMENT ON COLUMN @extschema@.dlock_stats.waits IS 'acquires that waited, whether they got the lease or not (those that did not: only with shared_preload_libraries)';
+COMMENT ON COLUMN @extschema@.dlock_stats.wait_time IS 'total seconds those acquires waited';
+COMMENT ON COLUMN @extschema@.dlock_stats.wait_time_max IS 'the longest of those waits, in seconds';
+COMMENT ON COLUMN @extschema@.dlock_stats.wait_timeouts IS 'acquires that waited and returned NULL (shared memory; NULL without shared_preload_libraries)';
+COMMENT ON COLUMN @extschema@.dlock_stats.fence_refusals IS 'LK001 errors raised by dlock_assert and dlock_fence (shared memory; NULL without shared_preload_libraries)';
+COMMENT ON COLUMN @extschema@.dlock_stats.stats_reset IS 'when the name''s counters were last reset; NULL if never';
+GRANT SELECT ON @extschema@.dlock_stats TO PUBLIC;
+
+CREATE VIEW @extschema@.dlock_stats_total AS
+	WITH s AS (SELECT * FROM @extschema@.dlock_stats_shared() AS s WHERE s.name IS NULL),
+		 l AS (SELECT coalesce(pg_catalog.sum(acquisitions), 0)::pg_catalog.int8 AS acquisitions,
+					  coalesce(pg_catalog.sum(owner_renewals), 0)::pg_catalog.int8 AS owner_renewals,
+					  coalesce(pg_catalog.sum(renewals), 0)::pg_catalog.int8 AS renewals,
+					  coalesce(pg_catalog.sum(releases), 0)::pg_catalog.int8 AS releases,
+					  coalesce(pg_catalog.sum(takeovers), 0)::pg_catalog.int8 AS takeovers,
+					  coalesce(pg_catalog.sum(lost), 0)::pg_catalog.int8 AS lost,
+					  coalesce(pg_catalog.sum(waits), 0)::pg_catalog.int8 AS waits,
+					  coalesce(pg_catalog.sum(wait_time), 0) AS wait_time,
+					  coalesce(pg_catalog.max(wait_time_max), 0) AS wait_time_max
+				 FROM @extschema@.dlock_lease)
+	SELECT l.acquisitions OPERATOR(pg_catalog.+) coalesce(r.acquisitions, 0) AS acquisitions,
+		   l.owner_renewals OPERATOR(pg_catalog.+) coalesce(r.owner_renewals, 0) AS owner_renewals,
+		   l.renewals OPERATOR(pg_catalog.+) coalesce(r.renewals, 0) AS renewals,
+		   l.releases OPERATOR(pg_catalog.+) coalesce(r.releases, 0) AS releases,
+		   l.takeovers OPERATOR(pg_catalog.+) coalesce(r.takeovers, 0) AS takeovers,
+		   l.lost OPERATOR(pg_catalog.+) coalesce(r.lost, 0) AS lost,
+		   s.busy,
+		   l.waits OPERATOR(pg_catalog.+) coalesce(r.waits, 0) OPERATOR(pg_catalog.+) coalesce(s.wait_timeouts, 0) AS waits,
+		   l.wait_time OPERATOR(pg_catalog.+) coalesce(r.wait_time, 0) OPERATOR(pg_catalog.+) coalesce(s.wait_timeout_time, 0) AS wait_time,
+		   greatest(l.wait_time_max, r.wait_time_max, s.wait_timeout_time_max) AS wait_time_max,
+		   s.wait_timeouts,
+		   s.fence_refusals,
+		   r.stats_reset
+	  FROM l
+	  LEFT JOIN @extschema@.dlock_stats_retired AS r ON true
+	  LEFT JOIN s ON true;
+COMMENT ON VIEW @extschema@.dlock_stats_total IS
+	'the counters of dlock_stats summed over every lease row and the rows dlock_cleanup deleted (dlock_stats_retired): they never go down but by dlock_stats_reset()';
+COMMENT ON COLUMN @extschema@.dlock_stats_total.acquisitions IS 'acquires that issued a new token';
+COMMENT ON COLUMN @extschema@.dlock_stats_total.owner_renewals IS 'acquires by the holder''s owner that kept the token';
+COMMENT ON COLUMN @extschema@.dlock_stats_total.renewals IS 'dlock_renew calls that returned true';
+COMMENT ON COLUMN @extschema@.dlock_stats_total.releases IS 'dlock_release calls that returned true';
+COMMENT ON COLUMN @extschema@.dlock_stats_total.takeovers IS 'acquisitions of a lease that had expired without a release';
+COMMENT ON COLUMN @extschema@.dlock_stats_total.lost IS 'leases that expired without a release, counted when seen: at the takeover or at dlock_cleanup';
+COMMENT ON COLUMN @extschema@.dlock_stats_total.busy IS 'acquires that returned NULL (shared memory; NULL without shared_preload_libraries)';
+COMMENT ON COLUMN @extschema@.dlock_stats_total.waits IS 'acquires that waited, whether they got the lease or not (those that did not: only with shared_preload_libraries)';
+COMMENT ON COLUMN @extschema@.dlock_stats_total.wait_time IS 'total seconds those acquires waited';
+COMMENT ON COLUMN @extschema@.dlock_stats_total.wait_time_max IS 'the longest of those waits, in seconds';
+COMMENT ON COLUMN @extschema@.dlock_stats_total.wait_timeouts IS 'acquires that waited and returned NULL (shared memory; NULL without shared_preload_libraries)';
+COMMENT ON COLUMN @extschema@.dlock_stats_total.fence_refusals IS 'LK001 errors raised by dlock_assert and dlock_fence (shared memory; NULL without shared_preload_libraries)';
+COMMENT ON COLUMN @extschema@.dlock_stats_total.stats_reset IS 'when all counters were last reset (dlock_stats_reset()); NULL if never';
+GRANT SELECT ON @extschema@.dlock_stats_total TO PUBLIC;
+
+CREATE FUNCTION @extschema@.dlock_stats_reset(name pg_catalog.text DEFAULT NULL)
+RETURNS void
+AS 'MODULE_PATHNAME', 'dlock_stats_reset'
+LANGUAGE C VOLATILE CALLED ON NULL INPUT PARALLEL UNSAFE;
+REVOKE ALL ON FUNCTION @extschema@.dlock_stats_reset(pg_catalog.text) FROM PUBLIC;
+COMMENT ON FUNCTION @extschema@.dlock_stats_reset(pg_catalog.text) IS
+	'zero the counters of one lock name (they move to the totals), or with NULL of every name, the totals and the shared-memory counters of this database; the extension owner, superusers and roles granted EXECUTE only';
+
+-- issue 27 item 3: dlock_waiters.  Who waits for a lease (the holder of a
+-- name's queue lock is the head, the others wait for that lock) and who
+-- pins one (holds its check protection while it is not held), read from
+-- the lock manager; src/waiters.c.
+CREATE FUNCTION @extschema@.dlock_waiters_locks(
+	OUT name pg_catalog.text, OUT kind pg_catalog.text, OUT pid pg_catalog.int4,
+	OUT head pg_catalog.bool, OUT since pg_catalog.timestamptz,
+	OUT deadline pg_catalog.timestamptz)
+RETURNS SETOF record
+AS 'MODULE_PATHNAME', 'dlock_waiters_locks'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
+COMMENT ON FUNCTION @extschema@.dlock_waiters_locks() IS
+	'the lock manager''s view of dlock''s waiting acquires (head: holds the name''s queue lock) and check protections, by lease name, with the wait''s start and deadline where known; dlock_waiters shows it';
+
+CREATE VIEW @extschema@.dlock_waiters AS
+	SELECT w.name,
+		   w.kind,
+		   CASE WHEN v.visible THEN w.pid END AS pid,
+		   CASE WHEN v.visible THEN a.usename END AS role,
+		   coalesce(w.since, CASE WHEN w.kind OPERATOR(pg_catalog.=) 'pinning'
+								  THEN a.xact_start ELSE a.query_start END) AS since,
+		   CASE WHEN w.kind OPERATOR(pg_catalog.=) 'waiting'
+				THEN pg_catalog.row_number() OVER (
+						 PARTITION BY w.name, w.kind
+						 ORDER BY w.head DESC, coalesce(w.since, a.query_start), w.pid)::pg_catalog.int4
+			END AS position,
+		   w.deadline,
+		   CASE WHEN v.visible THEN a.state END AS state,
+		   l.expires_at AS lease_expires_at
+	  FROM @extschema@.dlock_waiters_locks() AS w
+	  LEFT JOIN pg_catalog.pg_stat_activity AS a ON a.pid OPERATOR(pg_catalog.=) w.pid
+	  LEFT JOIN @extschema@.dlock_lease AS l ON l.name OPERATOR(pg_catalog.=) w.name
+	 CROSS JOIN LATERAL (
+		SELECT coalesce(pg_catalog.pg_has_role(a.usesysid, 'MEMBER')
+						OR pg_catalog.pg_has_role('pg_read_all_stats', 'MEMBER'), false) AS visible) AS v
+	 WHERE w.kind OPERATOR(pg_catalog.=) 'waiting'
+		OR l.released_at IS NOT NULL
+		OR l.expires_at OPERATOR(pg_catalog.<=) pg_catalog.clock_timestamp();
+COMMENT ON VIEW @extschema@.dlock_waiters IS
+	'waiting acquires (kind waiting) and transactions that keep a lease no longer held from changing hands with its check protection (kind pinning)';
+COMMENT ON COLUMN @extschema@.dlock_waiters.name IS 'the lock name';
+COMMENT ON COLUMN @extschema@.dlock_waiters.kind IS 'waiting: an acquire waiting for the lease; pinning: a transaction holding the check protection of a lease that is no longer held';
+COMMENT ON COLUMN @extschema@.dlock_waiters.pid IS 'the backend; NULL unless the current role is a member of its role or of pg_read_all_stats';
+COMMENT ON COLUMN @extschema@.dlock_waiters.role IS 'the backend''s role; NULL unless the current role is a member of it or of pg_read_all_stats';
+COMMENT ON COLUMN @extschema@.dlock_waiters.since IS 'waiting: when the acquire began (with shared_preload_libraries; else when it began to wait in the lock manager, or its statement''s start); pinning: its transaction''s start';
+COMMENT ON COLUMN @extschema@.dlock_waiters.position IS 'waiting: 1 for the head of the queue (the one that looks at the lease), then by pg_locks.waitstart order; pinning: NULL';
+COMMENT ON COLUMN @extschema@.dlock_waiters.deadline IS 'waiting: when the acquire gives up (with shared_preload_libraries; else NULL); pinning: NULL';
+COMMENT ON COLUMN @extschema@.dlock_waiters.state IS 'the backend''s state (pg_stat_activity.state), with the same visibility';
+COMMENT ON COLUMN @extschema@.dlock_waiters.lease_expires_at IS 'when the lease expires or expired; NULL if the name has no lease row';
+GRANT SELECT ON @extschema@.dlock_waiters TO PUBLIC;

@@ -106,8 +106,12 @@ AcquireUnderStateLock(FunctionCallInfo fcinfo, const DlockRelations *rels,
 		NameLockGiveBack(tag, DLOCK_LOCK_STATE);
 		return ACQUIRE_TIMEOUT;
 	}
+	/* A wait that ends with the lease is counted in its row (stats.c). */
+	if (w->queued)
+		StatsNoteWait(&lease->stats, *now - w->start);
 	if (LeaseIsHeld(lease, *now) && IsOwnerRenewal(lease, owner))
 	{
+		lease->stats.count[DLOCK_STATS_OWNER_RENEWALS]++;
 		LeaseSetExpiry(rels, name, lease, DlockExpiryArg(fcinfo, 1, *now));
 		ForceDurableCommit();
 		*token = lease->token;
@@ -375,13 +379,24 @@ LeaseAcquire(FunctionCallInfo fcinfo, text *name, int64 wait_usecs,
 
 	w.start = GetCurrentTimestamp();
 	w.deadline = w.start + wait_usecs;
+	w.queued = false;
 	rels = DlockGetRelationsWait(fcinfo, &w);
 	if (rels == NULL || !WaitForRelationLock(rels->lease_table, &w))
 		return 0;
 	decided = AcquireAtOnce(fcinfo, rels, name, wait_usecs, owner, &w, &token);
 	RelationLockGiveBack(rels->lease_table);
 	if (decided)
+	{
+		if (token == 0)
+			StatsCountBusy(name);
 		return token;
+	}
 	NameLockTag(name, &tag);
-	return AcquireWaiting(fcinfo, name, &tag, owner, &w);
+	w.queued = true;
+	StatsWaitBegin(&w);			/* for dlock_waiters (stats.c) */
+	token = AcquireWaiting(fcinfo, name, &tag, owner, &w);
+	StatsWaitEnd();
+	if (token == 0)
+		StatsCountWaitTimeout(name, GetCurrentTimestamp() - w.start);
+	return token;
 }

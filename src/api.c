@@ -144,6 +144,7 @@ dlock_renew(PG_FUNCTION_ARGS)
 	/* A renewal wakes nobody: the queue's head sleeps until the expiry. */
 	if (!LockLeaseOfHolder(rels, name, token, "renew", &lease, &now, &tag))
 		PG_RETURN_BOOL(false);
+	lease.stats.count[DLOCK_STATS_RENEWALS]++;
 	LeaseSetExpiry(rels, name, &lease, DlockExpiryArg(fcinfo, 2, now));
 	/* A renewal lost in a crash or failover would end the lease early. */
 	ForceDurableCommit();
@@ -183,10 +184,58 @@ dlock_assert(PG_FUNCTION_ARGS)
 }
 
 /*
+ * Delete the row of the idle lease called name, if it is still idle since
+ * before cutoff, adding its counters to *retired: true if deleted.  Never
+ * waits: a name in use (its hand-over lock taken), a row another
+ * transaction is deleting (an overlapping cleanup), a lease table locked
+ * by maintenance, are left for a later run (w has no time left).
+ */
+static bool
+CleanupOne(const DlockRelations *rels, text *name, TimestampTz cutoff,
+		   const DlockWait *w, DlockLeaseStats *retired)
+{
+	LOCKTAG		tag;
+	DlockLease	lease;
+	TimestampTz last;
+	bool		deleted = false;
+
+	NameLockTag(name, &tag);
+	if (!NameLockTry(&tag, DLOCK_LOCK_HANDOVER))
+		return false;			/* in use right now: leave it */
+	if (LeaseFetchForUpdateWithin(rels, name, &lease, w))
+	{
+		last = lease.released ? lease.released_at : lease.expires_at;
+		if (lease.found && !LeaseIsHeld(&lease, GetCurrentTimestamp()) &&
+			last < cutoff)
+		{
+			/* Its counters go to the totals; an expiry not released is lost. */
+			if (!lease.released)
+				lease.stats.count[DLOCK_STATS_LOST]++;
+			StatsAdd(retired, &lease.stats);
+			LeaseDelete(rels, &lease);
+			StatsForgetName(name);
+			deleted = true;
+		}
+	}
+
+	/*
+	 * Given back even after a delete, so that a cleanup of any size holds
+	 * one name lock at a time (1.0 kept one per row and ran out of shared
+	 * memory).  An acquire of the name meanwhile finds the row being deleted
+	 * and waits for this transaction no longer than its own wait
+	 * (LeaseFetchForUpdateWithin).
+	 */
+	NameLockGiveBack(&tag, DLOCK_LOCK_HANDOVER);
+	return deleted;
+}
+
+/*
  * dlock_cleanup(older_than, max_rows): delete up to max_rows rows of leases
  * that are not held and were released or expired more than older_than ago.
  * Returns how many were deleted.  Tokens come from the sequence, not from
- * the rows, so no future token is ever lowered by it.
+ * the rows, so no future token is ever lowered by it.  It waits for
+ * nothing (CleanupOne); a cleanup that finds another one running (the
+ * retired counters' lock taken) deletes nothing and returns 0.
  */
 Datum
 dlock_cleanup(PG_FUNCTION_ARGS)
@@ -198,6 +247,8 @@ dlock_cleanup(PG_FUNCTION_ARGS)
 	List	   *names;
 	ListCell   *lc;
 	int64		deleted = 0;
+	DlockLeaseStats retired;
+	DlockWait	no_wait;
 
 	if (PG_ARGISNULL(1))
 		ereport(ERROR,
@@ -211,36 +262,22 @@ dlock_cleanup(PG_FUNCTION_ARGS)
 	PreventCommandIfReadOnly("dlock_cleanup()");
 
 	rels = DlockGetRelations(fcinfo);
+	no_wait.start = no_wait.deadline = now;
+	no_wait.queued = false;
+	if (rels->has_stats &&
+		!WaitForRelationLockMode(rels->stats_retired, ExclusiveLock, &no_wait))
+		PG_RETURN_INT64(0);
+	memset(&retired, 0, sizeof(retired));
 	names = LeaseListIdle(rels, now, now - older_usecs, max_rows);
 	foreach(lc, names)
 	{
-		text	   *name = (text *) lfirst(lc);
-		LOCKTAG		tag;
-		DlockLease	lease;
-		TimestampTz last;
-
-		NameLockTag(name, &tag);
-		if (!NameLockTry(&tag, DLOCK_LOCK_HANDOVER))
-			continue;			/* in use right now: leave it */
-		now = GetCurrentTimestamp();
-		LeaseFetchForUpdate(rels, name, &lease);
-		last = lease.released ? lease.released_at : lease.expires_at;
-		if (lease.found && !LeaseIsHeld(&lease, now) &&
-			last < now - older_usecs)
-		{
-			LeaseDelete(rels, &lease);
+		if (CleanupOne(rels, (text *) lfirst(lc), now - older_usecs,
+					   &no_wait, &retired))
 			deleted++;
-		}
-
-		/*
-		 * Given back even after a delete, so that a cleanup of any size holds
-		 * one name lock at a time (1.0 kept one per row and ran out of shared
-		 * memory).  An acquire of the name meanwhile finds the row being
-		 * deleted and waits for this transaction (LeaseFetchForUpdate).
-		 */
-		NameLockGiveBack(&tag, DLOCK_LOCK_HANDOVER);
 		CHECK_FOR_INTERRUPTS();
 	}
+	if (deleted > 0)
+		StatsRetire(rels, &retired, 0);
 	PG_RETURN_INT64(deleted);
 }
 

@@ -152,4 +152,12 @@
 #define DlockClientClosedEvent() 0
 #endif
 
+/*
+ * Shared memory is requested from shmem_request_hook from PostgreSQL 15
+ * on; before, _PG_init requests it itself (stats.c).
+ */
+#if PG_VERSION_NUM >= 150000
+#define DLOCK_SHMEM_REQUEST_HOOK 1
+#endif
+
 #endif							/* DLOCK_COMPAT_H */

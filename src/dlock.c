@@ -59,6 +59,7 @@ _PG_init(void)
 							 PGC_SUSET,
 							 0,
 							 NULL, NULL, NULL);
+	StatsInit();
 	LockTagInit();
 	MarkGUCPrefixReserved("dlock");
 

@@ -59,6 +59,32 @@
 #define Anum_dlock_lease_role_sysid		9	/* 1.1 */
 #define Natts_dlock_lease				9
 
+/*
+ * The counters of a lease row (stats.c), columns found by name: the 1.2
+ * update adds them to dlock_lease and dlock_stats_retired.
+ */
+#define DLOCK_STATS_ACQUISITIONS	0
+#define DLOCK_STATS_OWNER_RENEWALS	1
+#define DLOCK_STATS_RENEWALS		2
+#define DLOCK_STATS_RELEASES		3
+#define DLOCK_STATS_TAKEOVERS		4
+#define DLOCK_STATS_LOST			5
+#define DLOCK_STATS_WAITS			6
+#define DLOCK_STATS_NCOUNTS			7	/* the int8 ones */
+#define DLOCK_STATS_WAIT_TIME		7
+#define DLOCK_STATS_WAIT_TIME_MAX	8
+#define DLOCK_STATS_RESET			9
+#define DLOCK_STATS_COLS			10
+
+typedef struct DlockLeaseStats
+{
+	int64		count[DLOCK_STATS_NCOUNTS];
+	double		wait_time;		/* seconds, waits that got the lease */
+	double		wait_time_max;
+	bool		has_reset;
+	TimestampTz reset;
+} DlockLeaseStats;
+
 /* The relations of the installed extension (relation.c). */
 typedef struct DlockRelations
 {
@@ -67,6 +93,9 @@ typedef struct DlockRelations
 	Oid			token_seq;
 	Oid			key_table;		/* dlock_lock_key; InvalidOid before 1.2 */
 	bool		has_role_oid;	/* false: a 1.0 table, holders by name */
+	bool		has_stats;		/* the counters' columns exist (1.2) */
+	AttrNumber	stats_att[DLOCK_STATS_COLS];
+	Oid			stats_retired;	/* dlock_stats_retired, if has_stats */
 } DlockRelations;
 
 /* One lease row, as last committed (lease.c). */
@@ -87,6 +116,7 @@ typedef struct DlockLease
 	TimestampTz expires_at;
 	bool		released;
 	TimestampTz released_at;
+	DlockLeaseStats stats;		/* zero unless rels->has_stats */
 } DlockLease;
 
 /* GUCs (dlock.c) */
@@ -143,6 +173,9 @@ extern void LeaseSetReleased(const DlockRelations *rels, text *name,
 extern List *LeaseListIdle(const DlockRelations *rels, TimestampTz now,
 						   TimestampTz cutoff, int limit);
 extern void LeaseDelete(const DlockRelations *rels, DlockLease *lease);
+extern List *LeaseListAll(const DlockRelations *rels);
+extern void LeaseStoreStats(const DlockRelations *rels, text *name,
+							DlockLease *lease);
 extern int	LeaseCountHeldByRole(const DlockRelations *rels, Oid role,
 								 TimestampTz now, int limit);
 
@@ -156,6 +189,7 @@ typedef struct DlockWait
 {
 	TimestampTz start;			/* the caller's lock_timeout counts from here */
 	TimestampTz deadline;		/* start + the acquire's wait */
+	bool		queued;			/* it joined the queue: counted as a wait */
 } DlockWait;
 
 /* relation.c and locktag.c, for an acquire's first look within its deadline */
@@ -206,6 +240,31 @@ extern bool FenceCheck(const DlockRelations *rels, text *name, int64 token,
 					   Oid role, bool raise);
 extern bool FenceRemaining(const DlockRelations *rels, text *name,
 						   int64 token, Interval *remaining);
+
+/* stats.c: the counters of dlock_stats */
+extern int	dlock_stats_max_names;
+extern void StatsInit(void);
+extern void StatsFindColumns(DlockRelations *rels, Oid nspid);
+extern void StatsFromValues(const AttrNumber *att, const Datum *values,
+							const bool *nulls, DlockLeaseStats *s);
+extern void StatsToValues(const AttrNumber *att, const DlockLeaseStats *s,
+						  Datum *values, bool *nulls);
+extern void StatsNoteWait(DlockLeaseStats *s, int64 waited);
+extern void StatsAdd(DlockLeaseStats *to, const DlockLeaseStats *from);
+extern void StatsRetire(const DlockRelations *rels, const DlockLeaseStats *add,
+						TimestampTz reset);
+extern void StatsCountBusy(text *name);
+extern void StatsCountWaitTimeout(text *name, int64 waited);
+extern void StatsCountFenceRefusal(text *name);
+extern void StatsForgetName(text *name);
+extern void StatsWaitBegin(const DlockWait *w);
+extern void StatsWaitEnd(void);
+extern bool StatsWaitOf(int pid, TimestampTz *start, TimestampTz *deadline);
+extern PGDLLEXPORT Datum dlock_stats_shared(PG_FUNCTION_ARGS);
+extern PGDLLEXPORT Datum dlock_stats_reset(PG_FUNCTION_ARGS);
+
+/* waiters.c */
+extern PGDLLEXPORT Datum dlock_waiters_locks(PG_FUNCTION_ARGS);
 
 /* events.c: NOTIFY dlock at commit, if dlock.events is on */
 typedef enum DlockEvent

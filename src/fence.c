@@ -44,6 +44,7 @@
 static void
 FenceReject(text *name, int64 token, const DlockLease *lease, Oid role)
 {
+	StatsCountFenceRefusal(name);
 	ereport(ERROR,
 			(errcode(ERRCODE_DLOCK_STALE_TOKEN),
 			 errmsg("stale fencing token %lld for lock \"%s\"",
@@ -469,6 +470,7 @@ FenceRejectUndeclared(const FenceConfig *cfg, text *lock, FenceNeed need)
 	char	   *name = text_to_cstring(lock);
 	const char *col = cfg->token_column;
 
+	StatsCountFenceRefusal(lock);
 	ereport(ERROR,
 			(errcode(ERRCODE_DLOCK_STALE_TOKEN),
 			 errmsg("write to relation \"%s\" has no fencing token for lock \"%s\"",
@@ -515,6 +517,8 @@ FenceCarried(const FenceConfig *cfg, text *lock, int64 token, FenceWriter *w)
 	}
 	FenceDeclared(cfg, lock, FENCE_NEED_REFERENTIAL, w);
 	if (w->token != token)
+	{
+		StatsCountFenceRefusal(lock);
 		ereport(ERROR,
 				(errcode(ERRCODE_DLOCK_STALE_TOKEN),
 				 errmsg("fencing token %lld written to relation \"%s\" by a referential action is not the token declared for lock \"%s\"",
@@ -522,6 +526,7 @@ FenceCarried(const FenceConfig *cfg, text *lock, int64 token, FenceWriter *w)
 						text_to_cstring(lock)),
 				 errdetail("This transaction declared token %lld for the lock; a referential action may write only the declared token.",
 						   (long long) w->token)));
+	}
 }
 
 /* A row's token never goes down: LK001 for a writer below it. */
@@ -529,12 +534,15 @@ static void
 FenceNotBelow(text *lock, int64 writer, int64 row_token, bool row_isnull)
 {
 	if (!row_isnull && writer < row_token)
+	{
+		StatsCountFenceRefusal(lock);
 		ereport(ERROR,
 				(errcode(ERRCODE_DLOCK_STALE_TOKEN),
 				 errmsg("stale fencing token %lld for lock \"%s\"",
 						(long long) writer, text_to_cstring(lock)),
 				 errdetail("The row was written with the newer token %lld.",
 						   (long long) row_token)));
+	}
 }
 
 /* Write token into the token column of tuple (a NULL filled in). */

@@ -92,6 +92,10 @@ LeaseFromTuple(Relation rel, HeapTuple tuple, const DlockRelations *rels,
 		lease->role_sysid =
 			DatumGetInt64(values[Anum_dlock_lease_role_sysid - 1]);
 	}
+	if (rels->has_stats)
+		StatsFromValues(rels->stats_att, values, nulls, &lease->stats);
+	else
+		memset(&lease->stats, 0, sizeof(lease->stats));
 	pfree(values);
 	pfree(nulls);
 
@@ -546,6 +550,8 @@ LeaseToSlot(const DlockRelations *rels, text *name, const DlockLease *lease,
 		values[Anum_dlock_lease_role_sysid - 1] =
 			Int64GetDatum(lease->role_sysid);
 	}
+	if (rels->has_stats)
+		StatsToValues(rels->stats_att, &lease->stats, values, nulls);
 	ExecStoreVirtualTuple(slot);
 }
 
@@ -624,15 +630,24 @@ LeaseStore(const DlockRelations *rels, text *name, DlockLease *lease)
 /*
  * Hand the lease to a new holder (the current role) with the given token.
  * The old state in *lease tells the event: a free name (no row, or
- * released) is acquired, an expired unreleased lease is taken over.
+ * released) is acquired, an expired unreleased lease is taken over (and
+ * counted as a lost lease: stats.c).
  */
 void
 LeaseWriteNew(const DlockRelations *rels, text *name, DlockLease *lease,
 			  int64 token, const char *owner, TimestampTz now,
 			  TimestampTz expires_at)
 {
-	DlockEventLease(name, lease->found && !lease->released ?
+	bool		takeover = lease->found && !lease->released;
+
+	DlockEventLease(name, takeover ?
 					DLOCK_EVENT_TAKEN_OVER : DLOCK_EVENT_ACQUIRED, token, owner);
+	lease->stats.count[DLOCK_STATS_ACQUISITIONS]++;
+	if (takeover)
+	{
+		lease->stats.count[DLOCK_STATS_TAKEOVERS]++;
+		lease->stats.count[DLOCK_STATS_LOST]++;
+	}
 	if (!lease->found)
 		ItemPointerSetInvalid(&lease->tid);
 	lease->token = token;
@@ -664,6 +679,7 @@ LeaseSetReleased(const DlockRelations *rels, text *name, DlockLease *lease,
 {
 	Assert(lease->found);
 	DlockEventLease(name, DLOCK_EVENT_RELEASED, lease->token, lease->owner);
+	lease->stats.count[DLOCK_STATS_RELEASES]++;
 	LeaseBindHolder(lease, LeaseHolder(lease));
 	lease->released = true;
 	lease->released_at = now;
@@ -705,6 +721,40 @@ LeaseListIdle(const DlockRelations *rels, TimestampTz now, TimestampTz cutoff,
 
 			names = lappend(names, DatumGetTextPCopy(name));
 		}
+	}
+	systable_endscan(scan);
+	table_close(rel, AccessShareLock);
+	return names;
+}
+
+/*
+ * Write the counters of a lease fetched with LeaseFetchForUpdate, which the
+ * caller changed (dlock_stats_reset), and nothing else.
+ */
+void
+LeaseStoreStats(const DlockRelations *rels, text *name, DlockLease *lease)
+{
+	LeaseStore(rels, name, lease);
+}
+
+/* The names of every lease row, read with the latest committed state. */
+List *
+LeaseListAll(const DlockRelations *rels)
+{
+	Relation	rel;
+	SysScanDesc scan;
+	HeapTuple	tuple;
+	List	   *names = NIL;
+
+	rel = DlockOpenLeaseTable(rels, AccessShareLock);
+	scan = systable_beginscan(rel, InvalidOid, false, SnapshotSelf, 0, NULL);
+	while (HeapTupleIsValid(tuple = systable_getnext(scan)))
+	{
+		bool		isnull;
+		Datum		name = heap_getattr(tuple, Anum_dlock_lease_name,
+										RelationGetDescr(rel), &isnull);
+
+		names = lappend(names, DatumGetTextPCopy(name));
 	}
 	systable_endscan(scan);
 	table_close(rel, AccessShareLock);

@@ -169,6 +169,7 @@ DlockGetRelationsWait(FunctionCallInfo fcinfo, const DlockWait *w)
 		cached_relations.token_seq = DlockLookupRelation("dlock_token_seq", nspid);
 		cached_relations.key_table = shape == DLOCK_LEASE_1_2 ?
 			DlockLookupRelation("dlock_lock_key", nspid) : InvalidOid;
+		StatsFindColumns(&cached_relations, nspid);
 		if (!LockKeyLoad(cached_relations.key_table, w))
 			return NULL;
 		cached_relations_valid = true;

@@ -44,12 +44,19 @@ SELECT set_eq(
           'function dlock_import_leases(jsonb)',
           'function dlock_lock_key_replicated()',
           'function dlock_lock_key_frozen()',
+          'function dlock_stats_shared()',
+          'function dlock_stats_reset(text)',
+          'function dlock_waiters_locks()',
           'table dlock_lease',
           'table dlock_epoch',
           'table dlock_lock_key',
+          'table dlock_stats_retired',
           'sequence dlock_token_seq',
           'view dlock_leases',
-          'view dlock_fenced_tables']
+          'view dlock_fenced_tables',
+          'view dlock_stats',
+          'view dlock_stats_total',
+          'view dlock_waiters']
     -- PostgreSQL 18 also records the row types of the table and the views
     -- (and their array types) as members of the extension.
     || CASE WHEN pg_catalog.current_setting('server_version_num')::pg_catalog.int4 >= 180000
@@ -57,7 +64,11 @@ SELECT set_eq(
                        'type dlock_epoch', 'type dlock_epoch[]',
                        'type dlock_lock_key', 'type dlock_lock_key[]',
                        'type dlock_leases', 'type dlock_leases[]',
-                       'type dlock_fenced_tables', 'type dlock_fenced_tables[]']
+                       'type dlock_fenced_tables', 'type dlock_fenced_tables[]',
+                       'type dlock_stats_retired', 'type dlock_stats_retired[]',
+                       'type dlock_stats', 'type dlock_stats[]',
+                       'type dlock_stats_total', 'type dlock_stats_total[]',
+                       'type dlock_waiters', 'type dlock_waiters[]']
             ELSE '{}'::pg_catalog.text[] END,
     'extension dlock owns exactly its functions, the three tables, the sequence and the views');
 SELECT ok((SELECT e.extconfig @> ARRAY[to_regclass('dlock_lease')::pg_catalog.oid,

@@ -1,0 +1,760 @@
+/*-------------------------------------------------------------------------
+ *
+ * stats.c
+ *		The counters of dlock_stats and dlock_stats_total: the one home of
+ *		every counter dlock keeps.
+ *
+ * Two kinds of counter.  Those of a call that writes the lease row anyway
+ * (acquisitions, owner renewals, renewals, releases, takeovers, lost
+ * leases, waits that ended with the lease) are columns of that row,
+ * changed by the same update: no extra row, no extra WAL record.  A
+ * dlock_cleanup that deletes rows adds their counters to the one row of
+ * dlock_stats_retired in its own transaction, so totals never go down but
+ * by a reset.
+ *
+ * Those of a call that writes nothing (a busy answer, a wait that timed
+ * out) or whose transaction aborts (an LK001 refusal) can only live in
+ * shared memory: a hash table of names per database and one total per
+ * database, which exists only when the library is in
+ * shared_preload_libraries.  Without it they are NULL in the views, never
+ * 0.  They count from the server's start (or the last reset), and a name
+ * that does not fit (dlock.stats_max_names) is counted in its database's
+ * total only.
+ *
+ * Copyright (c) 2026, the dlock developers
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/genam.h"
+#include "access/htup_details.h"
+#include "access/table.h"
+#include "access/xact.h"
+#include "executor/executor.h"
+#include "funcapi.h"
+#include "miscadmin.h"
+#include "port/atomics.h"
+#include "storage/ipc.h"
+#include "storage/lwlock.h"
+#include "storage/shmem.h"
+#include "utils/builtins.h"
+#include "utils/hsearch.h"
+#include "utils/lsyscache.h"
+#include "utils/rel.h"
+#include "utils/snapmgr.h"
+
+#include "compat.h"
+#include "dlock.h"
+
+PG_FUNCTION_INFO_V1(dlock_stats_shared);
+PG_FUNCTION_INFO_V1(dlock_stats_reset);
+
+int			dlock_stats_max_names = 1000;
+
+/* The columns of the counters, by name: in dlock_lease and in the retired row. */
+static const char *const stats_columns[DLOCK_STATS_COLS] = {
+	"acquisitions", "owner_renewals", "renewals", "releases", "takeovers",
+	"lost", "waits", "wait_time", "wait_time_max", "stats_reset"
+};
+
+/* One name's (or, with an empty name, one database's) shared counters. */
+typedef struct StatsKey
+{
+	Oid			dbid;
+	bool		total;
+	char		name[DLOCK_MAX_NAME_BYTES + 1];	/* zero-padded */
+} StatsKey;
+
+typedef struct StatsEntry
+{
+	StatsKey	key;
+	pg_atomic_uint64 busy;
+	pg_atomic_uint64 fence_refusals;
+	/* under the lock in exclusive mode: */
+	int64		wait_timeouts;
+	double		timeout_time;
+	double		timeout_time_max;
+} StatsEntry;
+
+typedef struct StatsShared
+{
+	LWLock	   *lock;
+	int			names;			/* entries that are names, not totals */
+} StatsShared;
+
+static StatsShared *stats_shared = NULL;
+static HTAB *stats_hash = NULL;
+
+/*
+ * The waiting acquires of the cluster, by pid, for dlock_waiters' since
+ * and deadline: at most DLOCK_MAX_WAITERS at once are known (the view
+ * shows NULL for the others).  A backend's entry is removed when its wait
+ * ends, or when the (sub)transaction of the wait aborts.
+ */
+#define DLOCK_MAX_WAITERS 1024
+
+typedef struct WaiterEntry
+{
+	int			pid;
+	TimestampTz start;
+	TimestampTz deadline;
+} WaiterEntry;
+
+static HTAB *waiter_hash = NULL;
+static bool waiter_registered = false;
+static SubTransactionId waiter_subid;	/* the subtransaction that waits */
+static shmem_startup_hook_type prev_shmem_startup_hook = NULL;
+
+#ifdef DLOCK_SHMEM_REQUEST_HOOK
+static shmem_request_hook_type prev_shmem_request_hook = NULL;
+#endif
+
+/* Room for the names and for one total per database. */
+static long
+StatsHashSize(void)
+{
+	return (long) dlock_stats_max_names + 64;
+}
+
+static void
+StatsShmemRequest(void)
+{
+#ifdef DLOCK_SHMEM_REQUEST_HOOK
+	if (prev_shmem_request_hook)
+		prev_shmem_request_hook();
+#endif
+	RequestAddinShmemSpace(MAXALIGN(sizeof(StatsShared)) +
+						   hash_estimate_size(StatsHashSize(),
+											  sizeof(StatsEntry)) +
+						   hash_estimate_size(DLOCK_MAX_WAITERS,
+											  sizeof(WaiterEntry)));
+	RequestNamedLWLockTranche("dlock", 1);
+}
+
+static void
+StatsShmemStartup(void)
+{
+	bool		found;
+	HASHCTL		info;
+
+	if (prev_shmem_startup_hook)
+		prev_shmem_startup_hook();
+	LWLockAcquire(AddinShmemInitLock, LW_EXCLUSIVE);
+	stats_shared = ShmemInitStruct("dlock stats", sizeof(StatsShared), &found);
+	if (!found)
+	{
+		stats_shared->lock = &(GetNamedLWLockTranche("dlock"))->lock;
+		stats_shared->names = 0;
+	}
+	memset(&info, 0, sizeof(info));
+	info.keysize = sizeof(StatsKey);
+	info.entrysize = sizeof(StatsEntry);
+	stats_hash = ShmemInitHash("dlock stats names", StatsHashSize(),
+							   StatsHashSize(), &info,
+							   HASH_ELEM | HASH_BLOBS);
+	memset(&info, 0, sizeof(info));
+	info.keysize = sizeof(int);
+	info.entrysize = sizeof(WaiterEntry);
+	waiter_hash = ShmemInitHash("dlock waiters", DLOCK_MAX_WAITERS,
+								DLOCK_MAX_WAITERS, &info,
+								HASH_ELEM | HASH_BLOBS);
+	LWLockRelease(AddinShmemInitLock);
+}
+
+/* This backend's wait ends: its entry goes. */
+void
+StatsWaitEnd(void)
+{
+	if (!waiter_registered || waiter_hash == NULL)
+		return;
+	LWLockAcquire(stats_shared->lock, LW_EXCLUSIVE);
+	(void) hash_search(waiter_hash, &MyProcPid, HASH_REMOVE, NULL);
+	LWLockRelease(stats_shared->lock);
+	waiter_registered = false;
+}
+
+/* A waiting acquire begins: its start and deadline, for dlock_waiters. */
+void
+StatsWaitBegin(const DlockWait *w)
+{
+	WaiterEntry *e;
+
+	if (waiter_hash == NULL)
+		return;
+	LWLockAcquire(stats_shared->lock, LW_EXCLUSIVE);
+	e = hash_search(waiter_hash, &MyProcPid, HASH_ENTER_NULL, NULL);
+	if (e != NULL)
+	{
+		e->start = w->start;
+		e->deadline = w->deadline;
+		waiter_registered = true;
+		waiter_subid = GetCurrentSubTransactionId();
+	}
+	LWLockRelease(stats_shared->lock);
+}
+
+/* The start and deadline of pid's waiting acquire, if known. */
+bool
+StatsWaitOf(int pid, TimestampTz *start, TimestampTz *deadline)
+{
+	WaiterEntry *e;
+	bool		found = false;
+
+	if (waiter_hash == NULL)
+		return false;
+	LWLockAcquire(stats_shared->lock, LW_SHARED);
+	e = hash_search(waiter_hash, &pid, HASH_FIND, NULL);
+	if (e != NULL)
+	{
+		*start = e->start;
+		*deadline = e->deadline;
+		found = true;
+	}
+	LWLockRelease(stats_shared->lock);
+	return found;
+}
+
+/* A wait ended by an error: its entry goes with the (sub)transaction. */
+static void
+StatsXactCallback(XactEvent event, void *arg)
+{
+	if (event == XACT_EVENT_ABORT || event == XACT_EVENT_PARALLEL_ABORT)
+		StatsWaitEnd();
+}
+
+static void
+StatsSubXactCallback(SubXactEvent event, SubTransactionId mySubid,
+					 SubTransactionId parentSubid, void *arg)
+{
+	/* Not the internal subtransactions of the wait itself (wait.c). */
+	if (event == SUBXACT_EVENT_ABORT_SUB && waiter_registered &&
+		mySubid == waiter_subid)
+		StatsWaitEnd();
+}
+
+/* Called from _PG_init: shared counters only when preloaded. */
+void
+StatsInit(void)
+{
+	if (!process_shared_preload_libraries_in_progress)
+		return;
+	DefineCustomIntVariable("dlock.stats_max_names",
+							"Number of lock names whose busy answers, timed-out waits and LK001 refusals are counted in shared memory.",
+							"Further names are counted in their database's total only.",
+							&dlock_stats_max_names,
+							1000,
+							0,
+							1000000,
+							PGC_POSTMASTER,
+							0,
+							NULL, NULL, NULL);
+#ifdef DLOCK_SHMEM_REQUEST_HOOK
+	prev_shmem_request_hook = shmem_request_hook;
+	shmem_request_hook = StatsShmemRequest;
+#else
+	StatsShmemRequest();
+#endif
+	prev_shmem_startup_hook = shmem_startup_hook;
+	shmem_startup_hook = StatsShmemStartup;
+	RegisterXactCallback(StatsXactCallback, NULL);
+	RegisterSubXactCallback(StatsSubXactCallback, NULL);
+}
+
+static void
+StatsKeyMake(StatsKey *key, text *name)
+{
+	memset(key, 0, sizeof(StatsKey));
+	key->dbid = MyDatabaseId;
+	key->total = name == NULL;
+	if (name != NULL)
+		memcpy(key->name, VARDATA_ANY(name),
+			   Min(VARSIZE_ANY_EXHDR(name), DLOCK_MAX_NAME_BYTES));
+}
+
+static void
+StatsEntryInit(StatsEntry *e)
+{
+	pg_atomic_init_u64(&e->busy, 0);
+	pg_atomic_init_u64(&e->fence_refusals, 0);
+	e->wait_timeouts = 0;
+	e->timeout_time = 0;
+	e->timeout_time_max = 0;
+}
+
+/*
+ * The entry of name (NULL: the database's total), made if missing and
+ * there is room; NULL if not.  The lock is held on return, in exclusive
+ * mode if *exclusive (set when the entry had to be made or exclusive was
+ * asked for), else shared.
+ */
+static StatsEntry *
+StatsEntryGet(text *name, bool *exclusive)
+{
+	StatsKey	key;
+	StatsEntry *e;
+	bool		found;
+
+	StatsKeyMake(&key, name);
+	if (!*exclusive)
+	{
+		LWLockAcquire(stats_shared->lock, LW_SHARED);
+		e = hash_search(stats_hash, &key, HASH_FIND, NULL);
+		if (e != NULL)
+			return e;
+		LWLockRelease(stats_shared->lock);
+		*exclusive = true;
+	}
+	LWLockAcquire(stats_shared->lock, LW_EXCLUSIVE);
+	e = hash_search(stats_hash, &key, HASH_FIND, NULL);
+	if (e != NULL)
+		return e;
+	if (name != NULL && stats_shared->names >= dlock_stats_max_names)
+		return NULL;
+	e = hash_search(stats_hash, &key, HASH_ENTER_NULL, &found);
+	if (e == NULL)
+		return NULL;
+	if (name != NULL)
+		stats_shared->names++;
+	StatsEntryInit(e);
+	return e;
+}
+
+typedef enum StatsEvent
+{
+	STATS_BUSY,
+	STATS_FENCE_REFUSAL,
+	STATS_WAIT_TIMEOUT
+} StatsEvent;
+
+static void
+StatsEntryCount(StatsEntry *e, StatsEvent event, double seconds)
+{
+	if (e == NULL)
+		return;
+	if (event == STATS_FENCE_REFUSAL)
+		pg_atomic_fetch_add_u64(&e->fence_refusals, 1);
+	else
+		pg_atomic_fetch_add_u64(&e->busy, 1);
+	if (event == STATS_WAIT_TIMEOUT)
+	{
+		e->wait_timeouts++;
+		e->timeout_time += seconds;
+		e->timeout_time_max = Max(e->timeout_time_max, seconds);
+	}
+}
+
+/* Count one event for name and for its database. */
+static void
+StatsCount(text *name, StatsEvent event, double seconds)
+{
+	bool		exclusive = event == STATS_WAIT_TIMEOUT;
+
+	if (stats_hash == NULL)
+		return;
+	StatsEntryCount(StatsEntryGet(name, &exclusive), event, seconds);
+	LWLockRelease(stats_shared->lock);
+	exclusive = event == STATS_WAIT_TIMEOUT;
+	StatsEntryCount(StatsEntryGet(NULL, &exclusive), event, seconds);
+	LWLockRelease(stats_shared->lock);
+}
+
+/* An acquire that answered NULL without waiting. */
+void
+StatsCountBusy(text *name)
+{
+	StatsCount(name, STATS_BUSY, 0);
+}
+
+/* An acquire that waited and answered NULL, after waited microseconds. */
+void
+StatsCountWaitTimeout(text *name, int64 waited)
+{
+	StatsCount(name, STATS_WAIT_TIMEOUT, waited / 1000000.0);
+}
+
+/* An LK001 about to be raised for name. */
+void
+StatsCountFenceRefusal(text *name)
+{
+	StatsCount(name, STATS_FENCE_REFUSAL, 0);
+}
+
+/* Forget the shared counters of name (its row was deleted). */
+void
+StatsForgetName(text *name)
+{
+	StatsKey	key;
+	bool		found;
+
+	if (stats_hash == NULL)
+		return;
+	StatsKeyMake(&key, name);
+	LWLockAcquire(stats_shared->lock, LW_EXCLUSIVE);
+	(void) hash_search(stats_hash, &key, HASH_REMOVE, &found);
+	if (found)
+		stats_shared->names--;
+	LWLockRelease(stats_shared->lock);
+}
+
+/* Zero the shared counters of name, or with name NULL all of the database's. */
+static void
+StatsResetShared(text *name)
+{
+	HASH_SEQ_STATUS seq;
+	StatsEntry *e;
+	StatsKey	key;
+
+	if (stats_hash == NULL)
+		return;
+	StatsKeyMake(&key, name);
+	LWLockAcquire(stats_shared->lock, LW_EXCLUSIVE);
+	hash_seq_init(&seq, stats_hash);
+	while ((e = hash_seq_search(&seq)) != NULL)
+	{
+		if (e->key.dbid != MyDatabaseId)
+			continue;
+		if (name == NULL || memcmp(&e->key, &key, sizeof(StatsKey)) == 0)
+			StatsEntryInit(e);
+	}
+	LWLockRelease(stats_shared->lock);
+}
+
+/*
+ * The columns of the counters in the lease table and the retired table,
+ * found by name (the 1.2 update adds them; a 1.1 table has none).
+ */
+void
+StatsFindColumns(DlockRelations *rels, Oid nspid)
+{
+	int			i;
+
+	rels->has_stats = true;
+	for (i = 0; i < DLOCK_STATS_COLS; i++)
+	{
+		rels->stats_att[i] = get_attnum(rels->lease_table, stats_columns[i]);
+		if (rels->stats_att[i] == InvalidAttrNumber)
+			rels->has_stats = false;
+	}
+	rels->stats_retired = rels->has_stats ?
+		get_relname_relid("dlock_stats_retired", nspid) : InvalidOid;
+	if (!OidIsValid(rels->stats_retired))
+		rels->has_stats = false;
+}
+
+/* The counters of a row, into *s (zero where a value is NULL). */
+void
+StatsFromValues(const AttrNumber *att, const Datum *values, const bool *nulls,
+				DlockLeaseStats *s)
+{
+	int			i;
+
+	memset(s, 0, sizeof(DlockLeaseStats));
+	for (i = 0; i < DLOCK_STATS_NCOUNTS; i++)
+		if (!nulls[att[i] - 1])
+			s->count[i] = DatumGetInt64(values[att[i] - 1]);
+	if (!nulls[att[DLOCK_STATS_WAIT_TIME] - 1])
+		s->wait_time = DatumGetFloat8(values[att[DLOCK_STATS_WAIT_TIME] - 1]);
+	if (!nulls[att[DLOCK_STATS_WAIT_TIME_MAX] - 1])
+		s->wait_time_max =
+			DatumGetFloat8(values[att[DLOCK_STATS_WAIT_TIME_MAX] - 1]);
+	s->has_reset = !nulls[att[DLOCK_STATS_RESET] - 1];
+	if (s->has_reset)
+		s->reset = DatumGetTimestampTz(values[att[DLOCK_STATS_RESET] - 1]);
+}
+
+/* The counters *s into a row's values. */
+void
+StatsToValues(const AttrNumber *att, const DlockLeaseStats *s, Datum *values,
+			  bool *nulls)
+{
+	int			i;
+
+	for (i = 0; i < DLOCK_STATS_NCOUNTS; i++)
+	{
+		nulls[att[i] - 1] = false;
+		values[att[i] - 1] = Int64GetDatum(s->count[i]);
+	}
+	nulls[att[DLOCK_STATS_WAIT_TIME] - 1] = false;
+	values[att[DLOCK_STATS_WAIT_TIME] - 1] = Float8GetDatum(s->wait_time);
+	nulls[att[DLOCK_STATS_WAIT_TIME_MAX] - 1] = false;
+	values[att[DLOCK_STATS_WAIT_TIME_MAX] - 1] =
+		Float8GetDatum(s->wait_time_max);
+	nulls[att[DLOCK_STATS_RESET] - 1] = !s->has_reset;
+	values[att[DLOCK_STATS_RESET] - 1] = TimestampTzGetDatum(s->reset);
+}
+
+/* A wait of waited microseconds that ended with the lease. */
+void
+StatsNoteWait(DlockLeaseStats *s, int64 waited)
+{
+	double		seconds = waited / 1000000.0;
+
+	s->count[DLOCK_STATS_WAITS]++;
+	s->wait_time += seconds;
+	s->wait_time_max = Max(s->wait_time_max, seconds);
+}
+
+/* Add the counters of *from to *to. */
+void
+StatsAdd(DlockLeaseStats *to, const DlockLeaseStats *from)
+{
+	int			i;
+
+	for (i = 0; i < DLOCK_STATS_NCOUNTS; i++)
+		to->count[i] += from->count[i];
+	to->wait_time += from->wait_time;
+	to->wait_time_max = Max(to->wait_time_max, from->wait_time_max);
+}
+
+/*
+ * Change the one row of dlock_stats_retired: add *add to it, or (add NULL)
+ * zero it as reset at the time reset.  The table is locked in
+ * ExclusiveLock until the transaction ends, so that cleanups and resets
+ * change it one after the other; readers (the views) are not blocked.
+ */
+void
+StatsRetire(const DlockRelations *rels, const DlockLeaseStats *add,
+			TimestampTz reset)
+{
+	Relation	rel;
+	SysScanDesc scan;
+	HeapTuple	tuple;
+	EState	   *estate;
+	ResultRelInfo *rri;
+	TupleTableSlot *slot;
+	TupleTableSlot *searchslot;
+	DlockLeaseStats s;
+	AttrNumber	att[DLOCK_STATS_COLS];
+	int			i;
+
+	if (!rels->has_stats)
+		return;
+	XactLockRelation(rels->stats_retired, ExclusiveLock);
+	rel = table_open(rels->stats_retired, ExclusiveLock);
+	for (i = 0; i < DLOCK_STATS_COLS; i++)
+		att[i] = get_attnum(rels->stats_retired, stats_columns[i]);
+	estate = CreateExecutorState();
+	rri = makeNode(ResultRelInfo);
+	InitResultRelInfo(rri, rel, 0, NULL, 0);
+	ExecOpenIndices(rri, false);
+	slot = ExecInitExtraTupleSlot(estate, RelationGetDescr(rel), &TTSOpsVirtual);
+	searchslot = ExecInitExtraTupleSlot(estate, RelationGetDescr(rel),
+										&TTSOpsVirtual);
+	/* The row is made by the first change (a restored dump brings its own). */
+	scan = systable_beginscan(rel, InvalidOid, false, SnapshotSelf, 0, NULL);
+	tuple = systable_getnext(scan);
+	ExecClearTuple(slot);
+	memset(slot->tts_isnull, true, RelationGetDescr(rel)->natts * sizeof(bool));
+	ItemPointerSetInvalid(&searchslot->tts_tid);
+	if (HeapTupleIsValid(tuple))
+	{
+		heap_deform_tuple(tuple, RelationGetDescr(rel), slot->tts_values,
+						  slot->tts_isnull);
+		searchslot->tts_tid = tuple->t_self;
+	}
+	systable_endscan(scan);
+	StatsFromValues(att, slot->tts_values, slot->tts_isnull, &s);
+	if (add != NULL)
+		StatsAdd(&s, add);
+	else
+	{
+		memset(&s, 0, sizeof(s));
+		s.has_reset = true;
+		s.reset = reset;
+	}
+	StatsToValues(att, &s, slot->tts_values, slot->tts_isnull);
+	ExecStoreVirtualTuple(slot);
+	if (ItemPointerIsValid(&searchslot->tts_tid))
+		ExecSimpleRelationUpdate(rri, estate, NULL, searchslot, slot);
+	else
+	{
+		AttrNumber	one = get_attnum(rels->stats_retired, "one");
+
+		if (one == InvalidAttrNumber)
+			elog(ERROR, "relation \"dlock_stats_retired\" has no column \"one\"");
+		slot->tts_isnull[one - 1] = false;
+		slot->tts_values[one - 1] = BoolGetDatum(true);
+		ExecSimpleRelationInsert(rri, estate, slot);
+	}
+	ExecCloseIndices(rri);
+	ExecResetTupleTable(estate->es_tupleTable, false);
+	FreeExecutorState(estate);
+	table_close(rel, NoLock);
+	CommandCounterIncrement();
+}
+
+/* A snapshot of the shared counters of this database, for the SRF. */
+typedef struct StatsRow
+{
+	bool		total;
+	char		name[DLOCK_MAX_NAME_BYTES + 1];
+	int64		busy;
+	int64		wait_timeouts;
+	double		timeout_time;
+	double		timeout_time_max;
+	int64		fence_refusals;
+} StatsRow;
+
+static StatsRow *
+StatsSnapshot(int *n)
+{
+	HASH_SEQ_STATUS seq;
+	StatsEntry *e;
+	StatsRow   *rows;
+	int			size = 16;
+
+	*n = 0;
+	rows = palloc(size * sizeof(StatsRow));
+	if (stats_hash == NULL)
+		return rows;
+	/* A row for the total, even before anything was counted. */
+	rows[0].total = true;
+	rows[0].name[0] = '\0';
+	rows[0].busy = rows[0].wait_timeouts = rows[0].fence_refusals = 0;
+	rows[0].timeout_time = rows[0].timeout_time_max = 0;
+	*n = 1;
+	LWLockAcquire(stats_shared->lock, LW_SHARED);
+	hash_seq_init(&seq, stats_hash);
+	while ((e = hash_seq_search(&seq)) != NULL)
+	{
+		StatsRow   *r;
+
+		if (e->key.dbid != MyDatabaseId)
+			continue;
+		if (e->key.total)
+			r = &rows[0];
+		else
+		{
+			if (*n == size)
+				rows = repalloc(rows, (size *= 2) * sizeof(StatsRow));
+			r = &rows[(*n)++];
+		}
+		r->total = e->key.total;
+		memcpy(r->name, e->key.name, sizeof(r->name));
+		r->busy = (int64) pg_atomic_read_u64(&e->busy);
+		r->fence_refusals = (int64) pg_atomic_read_u64(&e->fence_refusals);
+		r->wait_timeouts = e->wait_timeouts;
+		r->timeout_time = e->timeout_time;
+		r->timeout_time_max = e->timeout_time_max;
+	}
+	LWLockRelease(stats_shared->lock);
+	return rows;
+}
+
+/*
+ * dlock_stats_shared(): the shared-memory counters of this database, one
+ * row per name and one with a NULL name for the database's total; no row
+ * at all when the library is not in shared_preload_libraries.
+ */
+Datum
+dlock_stats_shared(PG_FUNCTION_ARGS)
+{
+	FuncCallContext *funcctx;
+	StatsRow   *rows;
+
+	if (SRF_IS_FIRSTCALL())
+	{
+		MemoryContext old;
+		TupleDesc	desc;
+		int			n;
+
+		funcctx = SRF_FIRSTCALL_INIT();
+		old = MemoryContextSwitchTo(funcctx->multi_call_memory_ctx);
+		if (get_call_result_type(fcinfo, NULL, &desc) != TYPEFUNC_COMPOSITE)
+			elog(ERROR, "return type must be a row type");
+		funcctx->tuple_desc = BlessTupleDesc(desc);
+		funcctx->user_fctx = StatsSnapshot(&n);
+		funcctx->max_calls = n;
+		MemoryContextSwitchTo(old);
+	}
+	funcctx = SRF_PERCALL_SETUP();
+	rows = (StatsRow *) funcctx->user_fctx;
+	if (funcctx->call_cntr < funcctx->max_calls)
+	{
+		StatsRow   *r = &rows[funcctx->call_cntr];
+		Datum		values[6];
+		bool		nulls[6] = {false, false, false, false, false, false};
+
+		nulls[0] = r->total;
+		values[0] = r->total ? (Datum) 0 : CStringGetTextDatum(r->name);
+		values[1] = Int64GetDatum(r->busy);
+		values[2] = Int64GetDatum(r->wait_timeouts);
+		values[3] = Float8GetDatum(r->timeout_time);
+		values[4] = Float8GetDatum(r->timeout_time_max);
+		values[5] = Int64GetDatum(r->fence_refusals);
+		SRF_RETURN_NEXT(funcctx,
+						HeapTupleGetDatum(heap_form_tuple(funcctx->tuple_desc,
+														  values, nulls)));
+	}
+	SRF_RETURN_DONE(funcctx);
+}
+
+/*
+ * Zero the counters of the lease called name as reset at the time now,
+ * under its state lock (kept until the transaction ends, so no acquire
+ * changes the row meanwhile); a name reset alone hands its counters to the
+ * retired row first, so that totals do not go down.
+ */
+static void
+StatsResetName(const DlockRelations *rels, text *name, TimestampTz now,
+			   bool retire)
+{
+	LOCKTAG		tag;
+	DlockLease	lease;
+
+	NameLockTag(name, &tag);
+	NameLockWait(&tag, DLOCK_LOCK_STATE);
+	LeaseFetchForUpdate(rels, name, &lease);
+	if (lease.found)
+	{
+		if (retire)
+			StatsRetire(rels, &lease.stats, 0);
+		memset(&lease.stats, 0, sizeof(lease.stats));
+		lease.stats.has_reset = true;
+		lease.stats.reset = now;
+		LeaseStoreStats(rels, name, &lease);
+	}
+	if (retire)
+		StatsResetShared(name);
+}
+
+/*
+ * dlock_stats_reset(name): zero the counters of one name, or with NULL of
+ * every name, the totals and the shared counters of this database.
+ */
+Datum
+dlock_stats_reset(PG_FUNCTION_ARGS)
+{
+	const DlockRelations *rels;
+	TimestampTz now = GetCurrentTimestamp();
+
+	PreventCommandIfReadOnly("dlock_stats_reset()");
+	rels = DlockGetRelations(fcinfo);
+	if (!rels->has_stats)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("the dlock extension's objects have no counters"),
+				 errhint("Run ALTER EXTENSION dlock UPDATE.")));
+	if (!PG_ARGISNULL(0))
+	{
+		text	   *name = DlockNameArg(fcinfo, 0);
+
+		StatsResetName(rels, name, now, true);
+		PG_RETURN_VOID();
+	}
+	else
+	{
+		List	   *names = LeaseListAll(rels);
+		ListCell   *lc;
+
+		foreach(lc, names)
+		{
+			StatsResetName(rels, (text *) lfirst(lc), now, false);
+			CHECK_FOR_INTERRUPTS();
+		}
+		StatsRetire(rels, NULL, now);
+		StatsResetShared(NULL);
+	}
+	PG_RETURN_VOID();
+}

@@ -1,0 +1,177 @@
+/*-------------------------------------------------------------------------
+ *
+ * waiters.c
+ *		dlock_waiters: who waits for a lease, and who pins one.
+ *
+ * Read from the lock manager (GetLockStatusData, what pg_locks shows):
+ * the holder of a name's queue lock is the head of its waiting acquires,
+ * the backends waiting for that lock are the rest of the queue, and a
+ * backend holding a name's check protection (DLOCK_LOCK_CHECK) keeps the
+ * lease from changing hands (src/README, "Locks").  Names are matched to
+ * lock keys through the lease table, so the keys themselves are never
+ * shown.  The view (dlock--1.1--1.2.sql) adds the backends' roles and
+ * states from pg_stat_activity, the lease's expiry, the order in the queue
+ * and the visibility rules; with shared_preload_libraries, the since and
+ * deadline of every waiting acquire come from stats.c.
+ *
+ * Copyright (c) 2026, the dlock developers
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "funcapi.h"
+#include "miscadmin.h"
+#include "storage/lock.h"
+#include "utils/builtins.h"
+#include "utils/hsearch.h"
+#include "utils/timestamp.h"
+
+#include "compat.h"
+#include "dlock.h"
+
+PG_FUNCTION_INFO_V1(dlock_waiters_locks);
+
+/* A lock key of this database, and the lease name it belongs to. */
+typedef struct KeyName
+{
+	uint32		key[2];			/* locktag_field2, locktag_field3 */
+	text	   *name;
+} KeyName;
+
+/* The names of every lease row, by their lock keys. */
+static HTAB *
+WaitersKeyNames(const DlockRelations *rels)
+{
+	HASHCTL		info;
+	HTAB	   *keys;
+	List	   *names = LeaseListAll(rels);
+	ListCell   *lc;
+
+	memset(&info, 0, sizeof(info));
+	info.keysize = sizeof(uint32) * 2;
+	info.entrysize = sizeof(KeyName);
+	info.hcxt = CurrentMemoryContext;
+	keys = hash_create("dlock_waiters keys", Max(list_length(names), 16),
+					   &info, HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
+	foreach(lc, names)
+	{
+		LOCKTAG		tag;
+		uint32		key[2];
+		KeyName    *e;
+
+		NameLockTag((text *) lfirst(lc), &tag);
+		key[0] = tag.locktag_field2;
+		key[1] = tag.locktag_field3;
+		e = hash_search(keys, key, HASH_ENTER, NULL);
+		e->name = (text *) lfirst(lc);
+	}
+	return keys;
+}
+
+/* One row of the result, from one lock of the lock manager. */
+static bool
+WaitersRow(HTAB *keys, const LockInstanceData *inst, Datum *values,
+		   bool *nulls)
+{
+	const LOCKTAG *tag = &inst->locktag;
+	uint32		key[2];
+	KeyName    *e;
+	bool		head;
+	TimestampTz start;
+	TimestampTz deadline;
+
+	if (tag->locktag_type != LOCKTAG_ADVISORY ||
+		tag->locktag_field1 != MyDatabaseId)
+		return false;
+	key[0] = tag->locktag_field2;
+	key[1] = tag->locktag_field3;
+	if (tag->locktag_field4 == DLOCK_LOCKTAG_WAITERS)
+	{
+		head = (inst->holdMask & LOCKBIT_ON(DLOCK_LOCK_QUEUE)) != 0;
+		if (!head && inst->waitLockMode != DLOCK_LOCK_QUEUE)
+			return false;
+	}
+	else if (tag->locktag_field4 == DLOCK_LOCKTAG_NAME)
+	{
+		if ((inst->holdMask & LOCKBIT_ON(DLOCK_LOCK_CHECK)) == 0)
+			return false;
+		head = false;
+	}
+	else
+		return false;
+	/* NULL: a name whose first acquire has not committed yet */
+	e = hash_search(keys, key, HASH_FIND, NULL);
+
+	memset(nulls, true, 6 * sizeof(bool));
+	nulls[1] = nulls[2] = nulls[3] = false;
+	nulls[0] = e == NULL;
+	values[0] = e == NULL ? (Datum) 0 : PointerGetDatum(e->name);
+	values[1] = CStringGetTextDatum(tag->locktag_field4 == DLOCK_LOCKTAG_NAME ?
+									"pinning" : "waiting");
+	values[2] = Int32GetDatum(inst->pid);
+	values[3] = BoolGetDatum(head);
+	if (tag->locktag_field4 == DLOCK_LOCKTAG_WAITERS)
+	{
+		if (StatsWaitOf(inst->pid, &start, &deadline))
+		{
+			nulls[4] = nulls[5] = false;
+			values[4] = TimestampTzGetDatum(start);
+			values[5] = TimestampTzGetDatum(deadline);
+		}
+		else if (!head && inst->waitStart != 0)
+		{
+			nulls[4] = false;
+			values[4] = TimestampTzGetDatum(inst->waitStart);
+		}
+	}
+	return true;
+}
+
+/*
+ * dlock_waiters_locks(): one row per waiting acquire (kind 'waiting'; head
+ * true for the one that holds the queue lock) and per backend holding a
+ * name's check protection (kind 'pinning', whether the lease is held or
+ * not: the view keeps those of leases no longer held), with the wait's
+ * start and deadline where known.
+ */
+Datum
+dlock_waiters_locks(PG_FUNCTION_ARGS)
+{
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	const DlockRelations *rels = DlockGetRelations(fcinfo);
+	TupleDesc	desc;
+	Tuplestorestate *store;
+	MemoryContext old;
+	HTAB	   *keys;
+	LockData   *locks;
+	int			i;
+
+	if (rsinfo == NULL || !IsA(rsinfo, ReturnSetInfo) ||
+		(rsinfo->allowedModes & SFRM_Materialize) == 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("set-valued function called in context that cannot accept a set")));
+	if (get_call_result_type(fcinfo, NULL, &desc) != TYPEFUNC_COMPOSITE)
+		elog(ERROR, "return type must be a row type");
+
+	keys = WaitersKeyNames(rels);
+	locks = GetLockStatusData();
+
+	old = MemoryContextSwitchTo(rsinfo->econtext->ecxt_per_query_memory);
+	desc = CreateTupleDescCopy(desc);
+	store = tuplestore_begin_heap(true, false, work_mem);
+	MemoryContextSwitchTo(old);
+	for (i = 0; i < locks->nelements; i++)
+	{
+		Datum		values[6];
+		bool		nulls[6];
+
+		if (WaitersRow(keys, &locks->locks[i], values, nulls))
+			tuplestore_putvalues(store, desc, values, nulls);
+	}
+	rsinfo->returnMode = SFRM_Materialize;
+	rsinfo->setResult = store;
+	rsinfo->setDesc = desc;
+	return (Datum) 0;
+}
