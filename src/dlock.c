@@ -24,6 +24,7 @@ void		_PG_init(void);
 int			dlock_max_ttl = 86400;
 int			dlock_max_leases_per_role = 0;
 bool		dlock_events = false;
+int			dlock_lock_delay = 0;
 
 void
 _PG_init(void)
@@ -59,6 +60,17 @@ _PG_init(void)
 							 PGC_SUSET,
 							 0,
 							 NULL, NULL, NULL);
+	DefineCustomIntVariable("dlock.lock_delay",
+							"Lock-delay of a lease acquired or renewed without one.",
+							"After a lease expires without a release, its name "
+							"cannot be taken for this long.  At most dlock.max_ttl.",
+							&dlock_lock_delay,
+							0,
+							0,
+							INT_MAX,
+							PGC_SUSET,
+							GUC_UNIT_MS,
+							NULL, NULL, NULL);
 	LockTagInit();
 	MarkGUCPrefixReserved("dlock");
 

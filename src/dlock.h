@@ -67,6 +67,8 @@ typedef struct DlockRelations
 	Oid			token_seq;
 	Oid			key_table;		/* dlock_lock_key; InvalidOid before 1.2 */
 	bool		has_role_oid;	/* false: a 1.0 table, holders by name */
+	AttrNumber	att_min_hold;	/* 1.2 columns, found by name; 0 if absent */
+	AttrNumber	att_lock_delay;
 } DlockRelations;
 
 /* One lease row, as last committed (lease.c). */
@@ -87,12 +89,15 @@ typedef struct DlockLease
 	TimestampTz expires_at;
 	bool		released;
 	TimestampTz released_at;
+	int64		min_hold;		/* microseconds; 0: none, -1: NULL */
+	int64		lock_delay;		/* microseconds; 0: none, -1: NULL */
 } DlockLease;
 
 /* GUCs (dlock.c) */
 extern int	dlock_max_ttl;
 extern int	dlock_max_leases_per_role;
 extern bool dlock_events;
+extern int	dlock_lock_delay;
 
 /* relation.c */
 extern void RelationInit(void);
@@ -119,6 +124,9 @@ extern TimestampTz DlockExpiryArg(FunctionCallInfo fcinfo, int argno,
 extern int64 DlockDurationArg(FunctionCallInfo fcinfo, int argno,
 							  const char *what);
 extern char *DlockOwnerArg(FunctionCallInfo fcinfo, int argno);
+extern int64 DlockMinHoldArg(FunctionCallInfo fcinfo, int argno,
+							 int ttl_argno);
+extern int64 DlockLockDelayArg(FunctionCallInfo fcinfo, int argno);
 
 /* lease.c */
 extern void LeaseFetch(const DlockRelations *rels, text *name,
@@ -133,11 +141,15 @@ extern bool LeaseRoleActsForHolder(const DlockLease *lease, Oid role);
 extern void DlockDenyHolder(const DlockLease *lease, text *name,
 							const char *action);
 extern bool LeaseIsHeld(const DlockLease *lease, TimestampTz now);
+extern bool LeaseIsBusy(const DlockLease *lease, TimestampTz now);
+extern TimestampTz LeaseAvailableAt(const DlockLease *lease);
 extern void LeaseWriteNew(const DlockRelations *rels, text *name,
 						  DlockLease *lease, int64 token, const char *owner,
-						  TimestampTz now, TimestampTz expires_at);
+						  TimestampTz now, TimestampTz expires_at,
+						  int64 min_hold, int64 lock_delay);
 extern void LeaseSetExpiry(const DlockRelations *rels, text *name,
-						   DlockLease *lease, TimestampTz expires_at);
+						   DlockLease *lease, TimestampTz expires_at,
+						   int64 lock_delay);
 extern void LeaseSetReleased(const DlockRelations *rels, text *name,
 							 DlockLease *lease, TimestampTz now);
 extern List *LeaseListIdle(const DlockRelations *rels, TimestampTz now,

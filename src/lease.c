@@ -56,6 +56,38 @@
 #include "compat.h"
 #include "dlock.h"
 
+/*
+ * A duration column of the lease row (min_hold, lock_delay) in microseconds,
+ * a day counted as 24 hours: -1 when NULL or when the table has no such
+ * column (attnum 0).  dlock writes these as a plain time, never negative.
+ */
+static int64
+LeaseIntervalColumn(AttrNumber attnum, Datum *values, bool *nulls)
+{
+	Interval   *span;
+
+	if (attnum <= 0 || nulls[attnum - 1])
+		return -1;
+	span = DatumGetIntervalP(values[attnum - 1]);
+	return Max(span->time + (int64) span->day * USECS_PER_DAY +
+			   (int64) span->month * DAYS_PER_MONTH * USECS_PER_DAY, 0);
+}
+
+/* Store a duration of *lease (-1: NULL) into the column attnum, if any. */
+static void
+LeaseIntervalToSlot(AttrNumber attnum, int64 usecs, Datum *values,
+					bool *nulls)
+{
+	Interval   *span;
+
+	if (attnum <= 0 || usecs < 0)
+		return;
+	span = (Interval *) palloc0(sizeof(Interval));
+	span->time = usecs;
+	nulls[attnum - 1] = false;
+	values[attnum - 1] = IntervalPGetDatum(span);
+}
+
 /* Fill *lease from a lease row. */
 static void
 LeaseFromTuple(Relation rel, HeapTuple tuple, const DlockRelations *rels,
@@ -92,6 +124,9 @@ LeaseFromTuple(Relation rel, HeapTuple tuple, const DlockRelations *rels,
 		lease->role_sysid =
 			DatumGetInt64(values[Anum_dlock_lease_role_sysid - 1]);
 	}
+	lease->min_hold = LeaseIntervalColumn(rels->att_min_hold, values, nulls);
+	lease->lock_delay = LeaseIntervalColumn(rels->att_lock_delay, values,
+											nulls);
 	pfree(values);
 	pfree(nulls);
 
@@ -450,6 +485,37 @@ LeaseIsHeld(const DlockLease *lease, TimestampTz now)
 }
 
 /*
+ * When the name can next be taken (src/README, "The lease state machine"):
+ * after a release, at acquired_at + min_hold (or at once); after an expiry
+ * without a release, at expires_at + lock_delay.  For a held lease, the
+ * earliest time it could be: its expiry plus its lock-delay.
+ */
+TimestampTz
+LeaseAvailableAt(const DlockLease *lease)
+{
+	if (lease->released)
+		return lease->min_hold > 0 ?
+			lease->acquired_at + lease->min_hold : lease->released_at;
+	return lease->expires_at + Max(lease->lock_delay, 0);
+}
+
+/*
+ * May nobody take the name at the time now: it is held, or released before
+ * its minimum hold passed, or expired without a release less than its
+ * lock-delay ago.  A released lease is never busy for a clock that stepped
+ * back behind its release.
+ */
+bool
+LeaseIsBusy(const DlockLease *lease, TimestampTz now)
+{
+	if (!lease->found)
+		return false;
+	if (lease->released)
+		return lease->min_hold > 0 && now < lease->acquired_at + lease->min_hold;
+	return now < lease->expires_at + Max(lease->lock_delay, 0);
+}
+
+/*
  * The holder role of a lease, or InvalidOid if that role no longer exists.
  * The recorded OID decides in the cluster where it was recorded; elsewhere
  * (a restored dump, pg_upgrade) and for 1.0 rows, the recorded name does.
@@ -546,6 +612,9 @@ LeaseToSlot(const DlockRelations *rels, text *name, const DlockLease *lease,
 		values[Anum_dlock_lease_role_sysid - 1] =
 			Int64GetDatum(lease->role_sysid);
 	}
+	LeaseIntervalToSlot(rels->att_min_hold, lease->min_hold, values, nulls);
+	LeaseIntervalToSlot(rels->att_lock_delay, lease->lock_delay, values,
+						nulls);
 	ExecStoreVirtualTuple(slot);
 }
 
@@ -629,7 +698,7 @@ LeaseStore(const DlockRelations *rels, text *name, DlockLease *lease)
 void
 LeaseWriteNew(const DlockRelations *rels, text *name, DlockLease *lease,
 			  int64 token, const char *owner, TimestampTz now,
-			  TimestampTz expires_at)
+			  TimestampTz expires_at, int64 min_hold, int64 lock_delay)
 {
 	DlockEventLease(name, lease->found && !lease->released ?
 					DLOCK_EVENT_TAKEN_OVER : DLOCK_EVENT_ACQUIRED, token, owner);
@@ -643,17 +712,23 @@ LeaseWriteNew(const DlockRelations *rels, text *name, DlockLease *lease,
 	lease->expires_at = expires_at;
 	lease->released = false;
 	lease->released_at = 0;
+	lease->min_hold = min_hold > 0 ? min_hold : -1;
+	lease->lock_delay = lock_delay > 0 ? lock_delay : -1;
 	LeaseStore(rels, name, lease);
 }
 
-/* Move the expiry of a held lease. */
+/*
+ * Move the expiry of a held lease, and set its lock-delay (0: none).  The
+ * minimum hold stays: it counts from the acquisition.
+ */
 void
 LeaseSetExpiry(const DlockRelations *rels, text *name, DlockLease *lease,
-			   TimestampTz expires_at)
+			   TimestampTz expires_at, int64 lock_delay)
 {
 	Assert(lease->found);
 	LeaseBindHolder(lease, LeaseHolder(lease));
 	lease->expires_at = expires_at;
+	lease->lock_delay = lock_delay > 0 ? lock_delay : -1;
 	LeaseStore(rels, name, lease);
 }
 
@@ -694,8 +769,8 @@ LeaseListIdle(const DlockRelations *rels, TimestampTz now, TimestampTz cutoff,
 
 		memset(&lease, 0, sizeof(lease));
 		LeaseFromTuple(rel, tuple, rels, &lease);
-		if (LeaseIsHeld(&lease, now))
-			continue;
+		if (LeaseIsBusy(&lease, now))
+			continue;			/* held, or in its minimum hold or lock-delay */
 		last = lease.released ? lease.released_at : lease.expires_at;
 		if (last < cutoff)
 		{
