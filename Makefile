@@ -15,6 +15,7 @@ OBJS = \
 	src/lease.o \
 	src/locktag.o \
 	src/relation.o \
+	src/revoke.o \
 	src/token.o \
 	src/undelivered.o \
 	src/wait.o

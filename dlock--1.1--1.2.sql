@@ -993,3 +993,25 @@ COMMENT ON COLUMN @extschema@.dlock_leases.lock_delay IS
 	'lock-delay after an expiry without a release, fixed by the last acquire or renew; NULL: none';
 COMMENT ON COLUMN @extschema@.dlock_leases.available_at IS
 	'when the name can next be taken (minimum hold after an early release, lock-delay after an expiry); NULL while the lease is held';
+
+-- issue 27 item 4: dlock_revoke (src/revoke.c)
+-- An operator ends a lease: once every transaction holding its check
+-- protection has ended (waited for up to wait, or ended with force), the
+-- row is marked released without its minimum hold or lock-delay, so the
+-- token is stale and the next acquire gets a greater one.  For the
+-- extension owner and the roles it grants EXECUTE to; the extension
+-- creates no role.
+CREATE FUNCTION @extschema@.dlock_revoke(
+	name pg_catalog.text,
+	token pg_catalog.int8 DEFAULT NULL,
+	wait pg_catalog.interval DEFAULT '5 s',
+	force pg_catalog.bool DEFAULT false,
+	OUT revoked_token pg_catalog.int8,
+	OUT waited_for pg_catalog.int4[],
+	OUT ended pg_catalog.int4[])
+RETURNS record
+AS 'MODULE_PATHNAME', 'dlock_revoke'
+LANGUAGE C VOLATILE CALLED ON NULL INPUT PARALLEL UNSAFE;
+REVOKE ALL ON FUNCTION @extschema@.dlock_revoke(pg_catalog.text, pg_catalog.int8, pg_catalog.interval, pg_catalog.bool) FROM PUBLIC;
+COMMENT ON FUNCTION @extschema@.dlock_revoke(pg_catalog.text, pg_catalog.int8, pg_catalog.interval, pg_catalog.bool) IS
+	'end the lease on name (held by token, if not NULL) once every transaction holding its check protection has ended, waiting up to wait (with force, cancelling or terminating them); skips minimum hold and lock-delay; revoked_token is NULL when nothing was revoked';

@@ -152,6 +152,8 @@ extern void LeaseSetExpiry(const DlockRelations *rels, text *name,
 						   int64 lock_delay);
 extern void LeaseSetReleased(const DlockRelations *rels, text *name,
 							 DlockLease *lease, TimestampTz now);
+extern void LeaseSetRevoked(const DlockRelations *rels, text *name,
+							DlockLease *lease, TimestampTz now);
 extern List *LeaseListIdle(const DlockRelations *rels, TimestampTz now,
 						   TimestampTz cutoff, int limit);
 extern void LeaseDelete(const DlockRelations *rels, DlockLease *lease);
@@ -224,7 +226,8 @@ typedef enum DlockEvent
 {
 	DLOCK_EVENT_ACQUIRED,		/* a free name (no row, or released) */
 	DLOCK_EVENT_TAKEN_OVER,		/* an expired, unreleased lease */
-	DLOCK_EVENT_RELEASED		/* a true dlock_release */
+	DLOCK_EVENT_RELEASED,		/* a true dlock_release */
+	DLOCK_EVENT_REVOKED			/* dlock_revoke ended it */
 } DlockEvent;
 
 extern void DlockEventsDeferStandbyWait(void);
@@ -282,6 +285,12 @@ extern bool DlockNamesEqual(text *a, text *b);
 extern FenceMove *FencePendingMove(void);
 extern bool CheckLockHeld(const LOCKTAG *tag);
 extern void CheckLockRemember(const LOCKTAG *tag);
+
+/* revoke.c */
+extern PGDLLEXPORT Datum dlock_revoke(PG_FUNCTION_ARGS);
+extern List *NamePinningPids(const LOCKTAG *tag);
+extern List *EndPinningBackends(const LOCKTAG *tag, text *name,
+								bool check_privileges);
 
 /* undelivered.c */
 extern void UndeliveredNoteAcquire(FunctionCallInfo fcinfo, text *name,

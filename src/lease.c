@@ -746,6 +746,24 @@ LeaseSetReleased(const DlockRelations *rels, text *name, DlockLease *lease,
 }
 
 /*
+ * Mark a lease released by dlock_revoke (revoke.c): at once, without its
+ * minimum hold or lock-delay, held or not.
+ */
+void
+LeaseSetRevoked(const DlockRelations *rels, text *name, DlockLease *lease,
+				TimestampTz now)
+{
+	Assert(lease->found);
+	DlockEventLease(name, DLOCK_EVENT_REVOKED, lease->token, lease->owner);
+	LeaseBindHolder(lease, LeaseHolder(lease));
+	lease->released = true;
+	lease->released_at = now;
+	lease->min_hold = -1;
+	lease->lock_delay = -1;
+	LeaseStore(rels, name, lease);
+}
+
+/*
  * Names of up to limit leases that are not held now and whose last change
  * (release, or expiry) came before cutoff.  Read with the latest committed
  * state; the caller must lock each name and check again before deleting.
