@@ -1015,3 +1015,14 @@ LANGUAGE C VOLATILE CALLED ON NULL INPUT PARALLEL UNSAFE;
 REVOKE ALL ON FUNCTION @extschema@.dlock_revoke(pg_catalog.text, pg_catalog.int8, pg_catalog.interval, pg_catalog.bool) FROM PUBLIC;
 COMMENT ON FUNCTION @extschema@.dlock_revoke(pg_catalog.text, pg_catalog.int8, pg_catalog.interval, pg_catalog.bool) IS
 	'end the lease on name (held by token, if not NULL) once every transaction holding its check protection has ended, waiting up to wait (with force, cancelling or terminating them); skips minimum hold and lock-delay; revoked_token is NULL when nothing was revoked';
+
+-- issue 27 item 7: bounded pinning (src/acquire.c, WaitForPinners)
+-- dlock.pin_grace of the holder's session at its acquire or renew, stored
+-- with the lease so that no waiter can shorten it: past the lease's expiry
+-- (or release) plus this grace, a waiting acquire ends the transactions
+-- still holding its check protection.  NULL (rows written before 1.2):
+-- never.
+ALTER TABLE @extschema@.dlock_lease
+	ADD COLUMN pin_grace pg_catalog.interval;
+COMMENT ON COLUMN @extschema@.dlock_lease.pin_grace IS
+	'dlock.pin_grace in the holder''s session at its last acquire or renew: past expiry (or release) + pin_grace a waiting acquire ends transactions still holding the check protection; NULL: never';

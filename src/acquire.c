@@ -205,6 +205,35 @@ WaitingForSelf(const DlockLease *lease, TimestampTz now, TimestampTz deadline)
 }
 
 /*
+ * The lease is free but other transactions hold its check protection
+ * (pinners): wait for them to end, no longer than the deadline of w; once
+ * the lease's release or expiry plus its pin grace has passed, end them
+ * first (revoke.c, EndPinningBackends: cancel, then terminate).  The caller
+ * looks at the lease again after it.  False when the deadline came first.
+ */
+static bool
+WaitForPinners(text *name, const LOCKTAG *tag, const DlockLease *lease,
+			   const DlockWait *w)
+{
+	DlockWait	until = *w;
+	TimestampTz pin_end;
+
+	if (LeasePinEnd(lease, &pin_end))
+	{
+		if (GetCurrentTimestamp() >= pin_end)
+			(void) EndPinningBackends(tag, name, false);
+		else
+			until.deadline = Min(w->deadline, pin_end);
+	}
+	if (WaitForNameLock(tag, DLOCK_LOCK_HANDOVER, &until))
+	{
+		NameLockGiveBack(tag, DLOCK_LOCK_HANDOVER);
+		return true;
+	}
+	return GetCurrentTimestamp() < w->deadline; /* the grace ran out first */
+}
+
+/*
  * One look at the lease by the head of the queue, and what follows from it:
  * take it (true, *token set), or sleep until it may have changed (false).
  * *done is set when the wait is over without a lease.
@@ -273,14 +302,9 @@ HeadTakesTurn(FunctionCallInfo fcinfo, text *name, const LOCKTAG *tag,
 		return true;
 	if (result == ACQUIRE_TIMEOUT)
 		*done = true;
-	else if (result == ACQUIRE_CHECKED)
-	{
-		/* Wait for the checking transaction to end, then look again. */
-		if (WaitForNameLock(tag, DLOCK_LOCK_HANDOVER, w))
-			NameLockGiveBack(tag, DLOCK_LOCK_HANDOVER);
-		else
-			*done = true;
-	}
+	else if (result == ACQUIRE_CHECKED &&
+			 !WaitForPinners(name, tag, &lease, w))
+		*done = true;
 	return false;
 }
 

@@ -25,6 +25,7 @@ int			dlock_max_ttl = 86400;
 int			dlock_max_leases_per_role = 0;
 bool		dlock_events = false;
 int			dlock_lock_delay = 0;
+int			dlock_pin_grace = 30000;
 
 void
 _PG_init(void)
@@ -67,6 +68,18 @@ _PG_init(void)
 							&dlock_lock_delay,
 							0,
 							0,
+							INT_MAX,
+							PGC_SUSET,
+							GUC_UNIT_MS,
+							NULL, NULL, NULL);
+	DefineCustomIntVariable("dlock.pin_grace",
+							"How long past a lease's expiry or release a transaction holding its check protection may delay a hand-over.",
+							"Read in the holder's session at acquire and renew and stored "
+							"with the lease; then a waiting acquire ends that transaction.  "
+							"-1: never.",
+							&dlock_pin_grace,
+							30000,
+							-1,
 							INT_MAX,
 							PGC_SUSET,
 							GUC_UNIT_MS,

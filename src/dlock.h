@@ -69,6 +69,7 @@ typedef struct DlockRelations
 	bool		has_role_oid;	/* false: a 1.0 table, holders by name */
 	AttrNumber	att_min_hold;	/* 1.2 columns, found by name; 0 if absent */
 	AttrNumber	att_lock_delay;
+	AttrNumber	att_pin_grace;
 } DlockRelations;
 
 /* One lease row, as last committed (lease.c). */
@@ -91,6 +92,7 @@ typedef struct DlockLease
 	TimestampTz released_at;
 	int64		min_hold;		/* microseconds; 0: none, -1: NULL */
 	int64		lock_delay;		/* microseconds; 0: none, -1: NULL */
+	int64		pin_grace;		/* microseconds; -1: NULL (never end) */
 } DlockLease;
 
 /* GUCs (dlock.c) */
@@ -98,6 +100,7 @@ extern int	dlock_max_ttl;
 extern int	dlock_max_leases_per_role;
 extern bool dlock_events;
 extern int	dlock_lock_delay;
+extern int	dlock_pin_grace;
 
 /* relation.c */
 extern void RelationInit(void);
@@ -143,6 +146,7 @@ extern void DlockDenyHolder(const DlockLease *lease, text *name,
 extern bool LeaseIsHeld(const DlockLease *lease, TimestampTz now);
 extern bool LeaseIsBusy(const DlockLease *lease, TimestampTz now);
 extern TimestampTz LeaseAvailableAt(const DlockLease *lease);
+extern bool LeasePinEnd(const DlockLease *lease, TimestampTz *pin_end);
 extern void LeaseWriteNew(const DlockRelations *rels, text *name,
 						  DlockLease *lease, int64 token, const char *owner,
 						  TimestampTz now, TimestampTz expires_at,

@@ -127,6 +127,8 @@ LeaseFromTuple(Relation rel, HeapTuple tuple, const DlockRelations *rels,
 	lease->min_hold = LeaseIntervalColumn(rels->att_min_hold, values, nulls);
 	lease->lock_delay = LeaseIntervalColumn(rels->att_lock_delay, values,
 											nulls);
+	lease->pin_grace = LeaseIntervalColumn(rels->att_pin_grace, values,
+										   nulls);
 	pfree(values);
 	pfree(nulls);
 
@@ -500,6 +502,22 @@ LeaseAvailableAt(const DlockLease *lease)
 }
 
 /*
+ * When a waiting acquire may end the transactions that still hold the
+ * check protection of this (no longer held) lease: its release or expiry
+ * plus the pin grace stored with it.  False when they are never ended (no
+ * grace recorded: a row written before 1.2, or dlock.pin_grace -1).
+ */
+bool
+LeasePinEnd(const DlockLease *lease, TimestampTz *pin_end)
+{
+	if (lease->pin_grace < 0)
+		return false;
+	*pin_end = (lease->released ? lease->released_at : lease->expires_at) +
+		lease->pin_grace;
+	return true;
+}
+
+/*
  * May nobody take the name at the time now: it is held, or released before
  * its minimum hold passed, or expired without a release less than its
  * lock-delay ago.  A released lease is never busy for a clock that stepped
@@ -615,6 +633,8 @@ LeaseToSlot(const DlockRelations *rels, text *name, const DlockLease *lease,
 	LeaseIntervalToSlot(rels->att_min_hold, lease->min_hold, values, nulls);
 	LeaseIntervalToSlot(rels->att_lock_delay, lease->lock_delay, values,
 						nulls);
+	LeaseIntervalToSlot(rels->att_pin_grace, lease->pin_grace, values,
+						nulls);
 	ExecStoreVirtualTuple(slot);
 }
 
@@ -690,6 +710,13 @@ LeaseStore(const DlockRelations *rels, text *name, DlockLease *lease)
 	CommandCounterIncrement();
 }
 
+/* dlock.pin_grace of this (the holder's) session, as stored: -1 for never. */
+static int64
+LeasePinGraceSetting(void)
+{
+	return dlock_pin_grace < 0 ? -1 : (int64) dlock_pin_grace * 1000;
+}
+
 /*
  * Hand the lease to a new holder (the current role) with the given token.
  * The old state in *lease tells the event: a free name (no row, or
@@ -714,6 +741,7 @@ LeaseWriteNew(const DlockRelations *rels, text *name, DlockLease *lease,
 	lease->released_at = 0;
 	lease->min_hold = min_hold > 0 ? min_hold : -1;
 	lease->lock_delay = lock_delay > 0 ? lock_delay : -1;
+	lease->pin_grace = LeasePinGraceSetting();
 	LeaseStore(rels, name, lease);
 }
 
@@ -729,6 +757,7 @@ LeaseSetExpiry(const DlockRelations *rels, text *name, DlockLease *lease,
 	LeaseBindHolder(lease, LeaseHolder(lease));
 	lease->expires_at = expires_at;
 	lease->lock_delay = lock_delay > 0 ? lock_delay : -1;
+	lease->pin_grace = LeasePinGraceSetting();
 	LeaseStore(rels, name, lease);
 }
 

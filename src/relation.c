@@ -170,6 +170,8 @@ DlockGetRelationsWait(FunctionCallInfo fcinfo, const DlockWait *w)
 			get_attnum(cached_relations.lease_table, "min_hold");
 		cached_relations.att_lock_delay =
 			get_attnum(cached_relations.lease_table, "lock_delay");
+		cached_relations.att_pin_grace =
+			get_attnum(cached_relations.lease_table, "pin_grace");
 		cached_relations.lease_index = DlockLookupRelation("dlock_lease_pkey", nspid);
 		cached_relations.token_seq = DlockLookupRelation("dlock_token_seq", nspid);
 		cached_relations.key_table = shape == DLOCK_LEASE_1_2 ?

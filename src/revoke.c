@@ -123,6 +123,7 @@ EndPinningBackends(const LOCKTAG *tag, text *name, bool check_privileges)
 	List	   *pids = NamePinningPids(tag);
 	List	   *left;
 	ListCell   *lc;
+	int			waited_ms;
 
 	if (check_privileges)
 		foreach(lc, pids)
@@ -144,7 +145,13 @@ EndPinningBackends(const LOCKTAG *tag, text *name, bool check_privileges)
 	}
 	if (pids == NIL)
 		return NIL;
-	pg_usleep(DLOCK_CANCEL_GRACE_MS * 1000L);
+	for (waited_ms = 0; waited_ms < DLOCK_CANCEL_GRACE_MS; waited_ms += 10)
+	{
+		pg_usleep(10000L);
+		CHECK_FOR_INTERRUPTS();
+		if (NamePinningPids(tag) == NIL)
+			return pids;
+	}
 	left = NamePinningPids(tag);
 	foreach(lc, left)
 	{
