@@ -16,6 +16,7 @@ OBJS = \
 	src/locktag.o \
 	src/relation.o \
 	src/stats.o \
+	src/revoke.o \
 	src/token.o \
 	src/undelivered.o \
 	src/wait.o \

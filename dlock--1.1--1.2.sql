@@ -677,3 +677,113 @@ COMMENT ON COLUMN @extschema@.dlock_waiters.deadline IS 'waiting: when the acqui
 COMMENT ON COLUMN @extschema@.dlock_waiters.state IS 'the backend''s state (pg_stat_activity.state), with the same visibility';
 COMMENT ON COLUMN @extschema@.dlock_waiters.lease_expires_at IS 'when the lease expires or expired; NULL if the name has no lease row';
 GRANT SELECT ON @extschema@.dlock_waiters TO PUBLIC;
+-- issue 27 items 5 and 6: minimum hold and lock-delay (src/acquire.c)
+-- A lease acquired with min_hold and released before acquired_at +
+-- min_hold cannot be taken before then; one that expired without a release
+-- cannot be taken before expires_at + lock_delay.  Both are stored with the
+-- lease by the acquire (and the renew, for lock_delay) that took it.
+-- dlock_acquire and dlock_renew get the new
+-- arguments by DROP and CREATE: an overload with defaults would be
+-- ambiguous.  The C symbols stay, and read PG_NARGS(), so a 1.1 library's
+-- 4- and 3-argument entries keep working.
+ALTER TABLE @extschema@.dlock_lease
+	ADD COLUMN min_hold pg_catalog.interval,
+	ADD COLUMN lock_delay pg_catalog.interval;
+COMMENT ON COLUMN @extschema@.dlock_lease.min_hold IS
+	'minimum hold of the acquisition: released earlier, the name stays unavailable until acquired_at + min_hold; NULL: none';
+COMMENT ON COLUMN @extschema@.dlock_lease.lock_delay IS
+	'lock-delay fixed by the last acquire or renew: expired without a release, the name stays unavailable until expires_at + lock_delay; NULL: none';
+
+DROP FUNCTION @extschema@.dlock_acquire(pg_catalog.text, pg_catalog.interval, pg_catalog.interval, pg_catalog.text);
+CREATE FUNCTION @extschema@.dlock_acquire(
+	name pg_catalog.text,
+	ttl pg_catalog.interval,
+	wait pg_catalog.interval DEFAULT '0',
+	owner pg_catalog.text DEFAULT NULL,
+	min_hold pg_catalog.interval DEFAULT NULL,
+	lock_delay pg_catalog.interval DEFAULT NULL)
+RETURNS pg_catalog.int8
+AS 'MODULE_PATHNAME', 'dlock_acquire'
+LANGUAGE C VOLATILE CALLED ON NULL INPUT PARALLEL UNSAFE;
+COMMENT ON FUNCTION @extschema@.dlock_acquire(pg_catalog.text, pg_catalog.interval, pg_catalog.interval, pg_catalog.text, pg_catalog.interval, pg_catalog.interval) IS
+	'take the lease on name for ttl and return a new fencing token, or NULL if it stays busy for wait; an owner renews its own lease and keeps its token; released before min_hold, the name stays unavailable until acquired_at + min_hold; expired without a release, until expires_at + lock_delay (NULL: dlock.lock_delay)';
+
+DROP FUNCTION @extschema@.dlock_renew(pg_catalog.text, pg_catalog.int8, pg_catalog.interval);
+CREATE FUNCTION @extschema@.dlock_renew(
+	name pg_catalog.text,
+	token pg_catalog.int8,
+	ttl pg_catalog.interval,
+	lock_delay pg_catalog.interval DEFAULT NULL)
+RETURNS pg_catalog.bool
+AS 'MODULE_PATHNAME', 'dlock_renew'
+LANGUAGE C VOLATILE CALLED ON NULL INPUT PARALLEL UNSAFE;
+COMMENT ON FUNCTION @extschema@.dlock_renew(pg_catalog.text, pg_catalog.int8, pg_catalog.interval, pg_catalog.interval) IS
+	'extend the lease on name to now + ttl if token holds it unexpired; lock_delay (NULL: dlock.lock_delay) replaces the lease''s lock-delay';
+
+-- dlock_leases keeps its columns and adds three at the end.  available_at:
+-- when the name can next be taken; NULL while it is held.
+CREATE OR REPLACE VIEW @extschema@.dlock_leases AS
+	SELECT l.name,
+		   l.owner,
+		   CASE WHEN pg_catalog.pg_has_role(
+						 @extschema@.dlock_resolve_holder(l.role, l.role_oid, l.role_system_identifier),
+						 'USAGE')
+				THEN l.token END AS token,
+		   l.acquired_at,
+		   l.expires_at,
+		   (l.released_at IS NULL AND
+			l.expires_at OPERATOR(pg_catalog.>) pg_catalog.clock_timestamp()) AS held,
+		   pg_catalog.pg_get_userbyid(
+			   @extschema@.dlock_resolve_holder(l.role, l.role_oid, l.role_system_identifier)) AS role,
+		   l.released_at,
+		   l.min_hold,
+		   l.lock_delay,
+		   CASE WHEN l.released_at IS NULL AND
+					 l.expires_at OPERATOR(pg_catalog.>) pg_catalog.clock_timestamp()
+				THEN NULL
+				WHEN l.released_at IS NOT NULL
+				THEN GREATEST(l.released_at,
+							  l.acquired_at OPERATOR(pg_catalog.+) l.min_hold)
+				ELSE l.expires_at OPERATOR(pg_catalog.+)
+					 COALESCE(l.lock_delay, '0'::pg_catalog.interval)
+		   END AS available_at
+	  FROM @extschema@.dlock_lease AS l;
+COMMENT ON COLUMN @extschema@.dlock_leases.min_hold IS
+	'minimum hold of the last acquisition; NULL: none';
+COMMENT ON COLUMN @extschema@.dlock_leases.lock_delay IS
+	'lock-delay after an expiry without a release, fixed by the last acquire or renew; NULL: none';
+COMMENT ON COLUMN @extschema@.dlock_leases.available_at IS
+	'when the name can next be taken (minimum hold after an early release, lock-delay after an expiry); NULL while the lease is held';
+
+-- issue 27 item 4: dlock_revoke (src/revoke.c)
+-- An operator ends a lease: once every transaction holding its check
+-- protection has ended (waited for up to wait, or ended with force), the
+-- row is marked released without its minimum hold or lock-delay, so the
+-- token is stale and the next acquire gets a greater one.  For the
+-- extension owner and the roles it grants EXECUTE to; the extension
+-- creates no role.
+CREATE FUNCTION @extschema@.dlock_revoke(
+	name pg_catalog.text,
+	token pg_catalog.int8 DEFAULT NULL,
+	wait pg_catalog.interval DEFAULT '5 s',
+	force pg_catalog.bool DEFAULT false,
+	OUT revoked_token pg_catalog.int8,
+	OUT waited_for pg_catalog.int4[],
+	OUT ended pg_catalog.int4[])
+RETURNS record
+AS 'MODULE_PATHNAME', 'dlock_revoke'
+LANGUAGE C VOLATILE CALLED ON NULL INPUT PARALLEL UNSAFE;
+REVOKE ALL ON FUNCTION @extschema@.dlock_revoke(pg_catalog.text, pg_catalog.int8, pg_catalog.interval, pg_catalog.bool) FROM PUBLIC;
+COMMENT ON FUNCTION @extschema@.dlock_revoke(pg_catalog.text, pg_catalog.int8, pg_catalog.interval, pg_catalog.bool) IS
+	'end the lease on name (held by token, if not NULL) once every transaction holding its check protection has ended, waiting up to wait (with force, cancelling or terminating them); skips minimum hold and lock-delay; revoked_token is NULL when nothing was revoked';
+
+-- issue 27 item 7: bounded pinning (src/acquire.c, WaitForPinners)
+-- dlock.pin_grace of the holder's session at its acquire or renew, stored
+-- with the lease so that no waiter can shorten it: past the lease's expiry
+-- (or release) plus this grace, a waiting acquire ends the transactions
+-- still holding its check protection.  NULL (rows written before 1.2):
+-- never.
+ALTER TABLE @extschema@.dlock_lease
+	ADD COLUMN pin_grace pg_catalog.interval;
+COMMENT ON COLUMN @extschema@.dlock_lease.pin_grace IS
+	'dlock.pin_grace in the holder''s session at its last acquire or renew: past expiry (or release) + pin_grace a waiting acquire ends transactions still holding the check protection; NULL: never';

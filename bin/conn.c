@@ -479,7 +479,8 @@ BuildQueries(void)
 	snprintf(sql_acquire, sizeof(sql_acquire),
 			 "SELECT %s%sdlock_acquire($1::pg_catalog.text, "
 			 "$2::pg_catalog.interval, $3::pg_catalog.interval, "
-			 "$4::pg_catalog.text)", prefix, dot);
+			 "$4::pg_catalog.text%s)", prefix, dot,
+			 opts.min_hold != NULL ? ", min_hold => $5::pg_catalog.interval" : "");
 	snprintf(sql_renew, sizeof(sql_renew),
 			 "SELECT %s%sdlock_renew($1::pg_catalog.text, $2::pg_catalog.int8, "
 			 "$3::pg_catalog.interval)", prefix, dot);
@@ -535,20 +536,23 @@ QueryDuration(const char *text, double *secs, PGresult **res, char **errmsg)
 }
 
 /*
- * QueryAcquire: dlock_acquire(name, ttl, wait, owner); the caller looks at
- * the result.  owner NULL: anonymous.
+ * QueryAcquire: dlock_acquire(name, ttl, wait, owner), with --min-hold's
+ * min_hold when given; the caller looks at the result.  owner NULL:
+ * anonymous.
  */
 QueryOutcome
 QueryAcquire(const char *name, const char *ttl, const char *wait, const char *owner,
 			 double deadline, PGresult **res, char **errmsg)
 {
-	const char *params[4];
+	const char *params[5];
 
 	params[0] = name;
 	params[1] = ttl;
 	params[2] = wait;
 	params[3] = owner;
-	return RunQuery(conn, sql_acquire, 4, params, deadline, true, res, errmsg);
+	params[4] = opts.min_hold;
+	return RunQuery(conn, sql_acquire, opts.min_hold != NULL ? 5 : 4, params,
+					deadline, true, res, errmsg);
 }
 
 /*

@@ -144,6 +144,7 @@ typedef struct Options
 	const char *name;
 	const char *ttl;			/* DURATION options, as interval text */
 	const char *wait;
+	const char *min_hold;		/* NULL: none (dlock 1.2's min_hold) */
 	const char *renew_every;
 	const char *kill_after;
 	const char *owner;

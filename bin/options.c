@@ -36,6 +36,9 @@ Usage(void)
 		   "      --name=NAME              the lock name (1 to 255 bytes)\n"
 		   "      --ttl=DURATION           the lease's length; renewed while COMMAND runs\n"
 		   "  -w, --wait=DURATION          wait this long for a busy lease (default 0: do not wait)\n"
+		   "      --min-hold=DURATION      keep the name from everybody until DURATION after the\n"
+		   "                               acquisition, also when COMMAND ends sooner (at most\n"
+		   "                               the TTL; dlock 1.2)\n"
 		   "      --owner=TEXT             owner label stored with the lease, sent as\n"
 		   "                               TEXT:PID:RANDOM, unique to this run (default: none)\n"
 		   "      --renew-every=DURATION   renew this often (default: a third of the TTL; shorter\n"
@@ -131,6 +134,7 @@ ParseOptions(int argc, char **argv)
 	{
 		OPT_NAME = 256,
 		OPT_TTL,
+		OPT_MIN_HOLD,
 		OPT_OWNER,
 		OPT_RENEW_EVERY,
 		OPT_SCHEMA,
@@ -146,6 +150,7 @@ ParseOptions(int argc, char **argv)
 		{"name", required_argument, NULL, OPT_NAME},
 		{"ttl", required_argument, NULL, OPT_TTL},
 		{"wait", required_argument, NULL, 'w'},
+		{"min-hold", required_argument, NULL, OPT_MIN_HOLD},
 		{"owner", required_argument, NULL, OPT_OWNER},
 		{"renew-every", required_argument, NULL, OPT_RENEW_EVERY},
 		{"schema", required_argument, NULL, OPT_SCHEMA},
@@ -194,6 +199,9 @@ ParseOptions(int argc, char **argv)
 				break;
 			case 'w':
 				opts.wait = optarg;
+				break;
+			case OPT_MIN_HOLD:
+				opts.min_hold = optarg;
 				break;
 			case OPT_OWNER:
 				opts.owner = optarg;

@@ -44,6 +44,17 @@ IsOwnerRenewal(const DlockLease *lease, const char *owner)
 }
 
 /*
+ * Must an acquire by owner wait for this lease: nobody may take the name
+ * now (held, minimum hold, lock-delay) and it is not owner's to renew?
+ */
+static bool
+IsBusyFor(const DlockLease *lease, TimestampTz now, const char *owner)
+{
+	return LeaseIsBusy(lease, now) &&
+		!(LeaseIsHeld(lease, now) && IsOwnerRenewal(lease, owner));
+}
+
+/*
  * Refuse a new lease to a role that holds dlock.max_leases_per_role.  The
  * role's quota lock, kept until the transaction ends, makes concurrent
  * acquires by one role count one after the other, each seeing the leases
@@ -112,12 +123,13 @@ AcquireUnderStateLock(FunctionCallInfo fcinfo, const DlockRelations *rels,
 	if (LeaseIsHeld(lease, *now) && IsOwnerRenewal(lease, owner))
 	{
 		lease->stats.count[DLOCK_STATS_OWNER_RENEWALS]++;
-		LeaseSetExpiry(rels, name, lease, DlockExpiryArg(fcinfo, 1, *now));
+		LeaseSetExpiry(rels, name, lease, DlockExpiryArg(fcinfo, 1, *now),
+					   DlockLockDelayArg(fcinfo, 5));
 		ForceDurableCommit();
 		*token = lease->token;
 		return ACQUIRE_DONE;
 	}
-	if (!LeaseIsHeld(lease, *now) && NameLockTry(tag, DLOCK_LOCK_HANDOVER))
+	if (!LeaseIsBusy(lease, *now) && NameLockTry(tag, DLOCK_LOCK_HANDOVER))
 	{
 		TimestampTz expires_at = DlockExpiryArg(fcinfo, 1, *now);
 
@@ -137,12 +149,14 @@ AcquireUnderStateLock(FunctionCallInfo fcinfo, const DlockRelations *rels,
 			NameLockGiveBack(tag, DLOCK_LOCK_STATE);
 			return ACQUIRE_TIMEOUT;
 		}
-		LeaseWriteNew(rels, name, lease, *token, owner, *now, expires_at);
+		LeaseWriteNew(rels, name, lease, *token, owner, *now, expires_at,
+					  DlockMinHoldArg(fcinfo, 4, 1),
+					  DlockLockDelayArg(fcinfo, 5));
 		UndeliveredNoteAcquire(fcinfo, name, *token);	/* undelivered.c */
 		return ACQUIRE_DONE;
 	}
 	NameLockGiveBack(tag, DLOCK_LOCK_STATE);
-	return LeaseIsHeld(lease, *now) ? ACQUIRE_HELD : ACQUIRE_CHECKED;
+	return LeaseIsBusy(lease, *now) ? ACQUIRE_HELD : ACQUIRE_CHECKED;
 }
 
 /*
@@ -163,7 +177,7 @@ AcquireAsHead(FunctionCallInfo fcinfo, const DlockRelations *rels,
 		NameLockGiveBack(tag, DLOCK_LOCK_STATE);
 		return ACQUIRE_TIMEOUT;
 	}
-	if (LeaseIsHeld(lease, now) && !IsOwnerRenewal(lease, owner))
+	if (IsBusyFor(lease, now, owner))
 	{
 		NameLockGiveBack(tag, DLOCK_LOCK_STATE);
 		return ACQUIRE_HELD;
@@ -192,6 +206,35 @@ WaitingForSelf(const DlockLease *lease, TimestampTz now, TimestampTz deadline)
 {
 	return LeaseIsHeld(lease, now) && lease->mine &&
 		lease->expires_at >= deadline;
+}
+
+/*
+ * The lease is free but other transactions hold its check protection
+ * (pinners): wait for them to end, no longer than the deadline of w; once
+ * the lease's release or expiry plus its pin grace has passed, end them
+ * first (revoke.c, EndPinningBackends: cancel, then terminate).  The caller
+ * looks at the lease again after it.  False when the deadline came first.
+ */
+static bool
+WaitForPinners(text *name, const LOCKTAG *tag, const DlockLease *lease,
+			   const DlockWait *w)
+{
+	DlockWait	until = *w;
+	TimestampTz pin_end;
+
+	if (LeasePinEnd(lease, &pin_end))
+	{
+		if (GetCurrentTimestamp() >= pin_end)
+			(void) EndPinningBackends(tag, name, false);
+		else
+			until.deadline = Min(w->deadline, pin_end);
+	}
+	if (WaitForNameLock(tag, DLOCK_LOCK_HANDOVER, &until))
+	{
+		NameLockGiveBack(tag, DLOCK_LOCK_HANDOVER);
+		return true;
+	}
+	return GetCurrentTimestamp() < w->deadline; /* the grace ran out first */
 }
 
 /*
@@ -226,13 +269,13 @@ HeadTakesTurn(FunctionCallInfo fcinfo, text *name, const LOCKTAG *tag,
 		return false;
 	}
 
-	if (LeaseIsHeld(&lease, now) && !IsOwnerRenewal(&lease, owner))
+	if (IsBusyFor(&lease, now, owner))
 	{
 		RelationLockGiveBack(rels->lease_table);
 		if (now >= w->deadline || WaitingForSelf(&lease, now, w->deadline))
 			*done = true;
 		else
-			WaitForLeaseChange(w, Min(lease.expires_at, w->deadline));
+			WaitForLeaseChange(w, Min(LeaseAvailableAt(&lease), w->deadline));
 		return false;
 	}
 
@@ -263,14 +306,9 @@ HeadTakesTurn(FunctionCallInfo fcinfo, text *name, const LOCKTAG *tag,
 		return true;
 	if (result == ACQUIRE_TIMEOUT)
 		*done = true;
-	else if (result == ACQUIRE_CHECKED)
-	{
-		/* Wait for the checking transaction to end, then look again. */
-		if (WaitForNameLock(tag, DLOCK_LOCK_HANDOVER, w))
-			NameLockGiveBack(tag, DLOCK_LOCK_HANDOVER);
-		else
-			*done = true;
-	}
+	else if (result == ACQUIRE_CHECKED &&
+			 !WaitForPinners(name, tag, &lease, w))
+		*done = true;
 	return false;
 }
 
@@ -331,9 +369,9 @@ AcquireAtOnce(FunctionCallInfo fcinfo, const DlockRelations *rels,
 		*token = 0;				/* the deadline came first */
 		return true;
 	}
-	if (LeaseIsHeld(&lease, w->start))
+	if (LeaseIsBusy(&lease, w->start))
 	{
-		if (IsOwnerRenewal(&lease, owner))
+		if (LeaseIsHeld(&lease, w->start) && IsOwnerRenewal(&lease, owner))
 		{
 			NameLockTag(name, &tag);
 			if (NameLockTry(&tag, DLOCK_LOCK_STATE) &&

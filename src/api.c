@@ -45,9 +45,10 @@ CheckHolderRole(const DlockLease *lease, text *name, const char *action)
 }
 
 /*
- * dlock_acquire(name, ttl, wait, owner): a new token if the lease was free,
- * the same token if owner renews its own lease, NULL if still busy after
- * waiting up to wait (acquire.c decides, wait.c waits).
+ * dlock_acquire(name, ttl, wait, owner, min_hold, lock_delay): a new token
+ * if the lease was free, the same token if owner renews its own lease, NULL
+ * if still busy after waiting up to wait (acquire.c decides, wait.c waits).
+ * The 1.1 declaration has only the first four arguments (PG_NARGS()).
  */
 Datum
 dlock_acquire(PG_FUNCTION_ARGS)
@@ -60,6 +61,8 @@ dlock_acquire(PG_FUNCTION_ARGS)
 	(void) DlockExpiryArg(fcinfo, 1, GetCurrentTimestamp());
 	wait_usecs = DlockDurationArg(fcinfo, 2, "wait");
 	owner = DlockOwnerArg(fcinfo, 3);
+	(void) DlockMinHoldArg(fcinfo, 4, 1);
+	(void) DlockLockDelayArg(fcinfo, 5);
 	PreventCommandIfReadOnly("dlock_acquire()");
 
 	token = LeaseAcquire(fcinfo, name, wait_usecs, owner);
@@ -127,7 +130,11 @@ dlock_release(PG_FUNCTION_ARGS)
 	PG_RETURN_BOOL(true);
 }
 
-/* dlock_renew(name, token, ttl): true if token holds the lease, now longer. */
+/*
+ * dlock_renew(name, token, ttl, lock_delay): true if token holds the lease,
+ * now longer, with lock_delay as its lock-delay.  The 1.1 declaration has
+ * no lock_delay (PG_NARGS()): dlock.lock_delay then.
+ */
 Datum
 dlock_renew(PG_FUNCTION_ARGS)
 {
@@ -139,13 +146,15 @@ dlock_renew(PG_FUNCTION_ARGS)
 	LOCKTAG		tag;
 
 	(void) DlockExpiryArg(fcinfo, 2, GetCurrentTimestamp());
+	(void) DlockLockDelayArg(fcinfo, 3);
 	PreventCommandIfReadOnly("dlock_renew()");
 	rels = DlockGetRelations(fcinfo);
 	/* A renewal wakes nobody: the queue's head sleeps until the expiry. */
 	if (!LockLeaseOfHolder(rels, name, token, "renew", &lease, &now, &tag))
 		PG_RETURN_BOOL(false);
 	lease.stats.count[DLOCK_STATS_RENEWALS]++;
-	LeaseSetExpiry(rels, name, &lease, DlockExpiryArg(fcinfo, 2, now));
+	LeaseSetExpiry(rels, name, &lease, DlockExpiryArg(fcinfo, 2, now),
+				   DlockLockDelayArg(fcinfo, 3));
 	/* A renewal lost in a crash or failover would end the lease early. */
 	ForceDurableCommit();
 	PG_RETURN_BOOL(true);
@@ -205,7 +214,8 @@ CleanupOne(const DlockRelations *rels, text *name, TimestampTz cutoff,
 	if (LeaseFetchForUpdateWithin(rels, name, &lease, w))
 	{
 		last = lease.released ? lease.released_at : lease.expires_at;
-		if (lease.found && !LeaseIsHeld(&lease, GetCurrentTimestamp()) &&
+		/* not held, nor within a minimum hold or a lock-delay */
+		if (lease.found && !LeaseIsBusy(&lease, GetCurrentTimestamp()) &&
 			last < cutoff)
 		{
 			/* Its counters go to the totals; an expiry not released is lost. */

@@ -258,3 +258,58 @@ DlockOwnerArg(FunctionCallInfo fcinfo, int argno)
 						   DLOCK_MAX_OWNER_BYTES, len)));
 	return text_to_cstring(owner);
 }
+
+/*
+ * An optional duration argument (min_hold, lock_delay) as DlockDurationArg:
+ * -1 when it is NULL or the caller's SQL declaration has no such argument
+ * (the 1.1 functions, PG_NARGS()).
+ */
+static int64
+DlockOptionalDurationArg(FunctionCallInfo fcinfo, int argno, const char *what)
+{
+	if (argno >= PG_NARGS() || PG_ARGISNULL(argno))
+		return -1;
+	return DlockDurationArg(fcinfo, argno, what);
+}
+
+/*
+ * The minimum hold of an acquire in microseconds, 0 for none (NULL or
+ * zero): finite, not negative, and not longer than the ttl (argument
+ * ttl_argno, by its nominal length), or 22023.
+ */
+int64
+DlockMinHoldArg(FunctionCallInfo fcinfo, int argno, int ttl_argno)
+{
+	int64		min_hold = DlockOptionalDurationArg(fcinfo, argno, "min_hold");
+
+	if (min_hold <= 0)
+		return 0;
+	if ((DlockWide) min_hold >
+		IntervalNominalUsecs(PG_GETARG_INTERVAL_P(ttl_argno)))
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("min_hold must not be longer than ttl")));
+	return min_hold;
+}
+
+/*
+ * The lock-delay of an acquire or renew in microseconds, 0 for none: the
+ * argument, or dlock.lock_delay when it is NULL; finite, not negative, and
+ * at most dlock.max_ttl, or 22023.
+ */
+int64
+DlockLockDelayArg(FunctionCallInfo fcinfo, int argno)
+{
+	int64		lock_delay = DlockOptionalDurationArg(fcinfo, argno,
+													  "lock_delay");
+
+	if (lock_delay < 0)
+		lock_delay = (int64) dlock_lock_delay * 1000;
+	if (lock_delay > (int64) dlock_max_ttl * USECS_PER_SEC)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("lock_delay exceeds the maximum of %d seconds",
+						dlock_max_ttl),
+				 errhint("The maximum is set by \"dlock.max_ttl\".")));
+	return lock_delay;
+}

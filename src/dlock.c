@@ -24,6 +24,8 @@ void		_PG_init(void);
 int			dlock_max_ttl = 86400;
 int			dlock_max_leases_per_role = 0;
 bool		dlock_events = false;
+int			dlock_lock_delay = 0;
+int			dlock_pin_grace = 30000;
 
 void
 _PG_init(void)
@@ -60,6 +62,29 @@ _PG_init(void)
 							 0,
 							 NULL, NULL, NULL);
 	StatsInit();
+	DefineCustomIntVariable("dlock.lock_delay",
+							"Lock-delay of a lease acquired or renewed without one.",
+							"After a lease expires without a release, its name "
+							"cannot be taken for this long.  At most dlock.max_ttl.",
+							&dlock_lock_delay,
+							0,
+							0,
+							INT_MAX,
+							PGC_SUSET,
+							GUC_UNIT_MS,
+							NULL, NULL, NULL);
+	DefineCustomIntVariable("dlock.pin_grace",
+							"How long past a lease's expiry or release a transaction holding its check protection may delay a hand-over.",
+							"Read in the holder's session at acquire and renew and stored "
+							"with the lease; then a waiting acquire ends that transaction.  "
+							"-1: never.",
+							&dlock_pin_grace,
+							30000,
+							-1,
+							INT_MAX,
+							PGC_SUSET,
+							GUC_UNIT_MS,
+							NULL, NULL, NULL);
 	LockTagInit();
 	MarkGUCPrefixReserved("dlock");
 

@@ -96,6 +96,9 @@ typedef struct DlockRelations
 	bool		has_stats;		/* the counters' columns exist (1.2) */
 	AttrNumber	stats_att[DLOCK_STATS_COLS];
 	Oid			stats_retired;	/* dlock_stats_retired, if has_stats */
+	AttrNumber	att_min_hold;	/* 1.2 columns, found by name; 0 if absent */
+	AttrNumber	att_lock_delay;
+	AttrNumber	att_pin_grace;
 } DlockRelations;
 
 /* One lease row, as last committed (lease.c). */
@@ -117,12 +120,17 @@ typedef struct DlockLease
 	bool		released;
 	TimestampTz released_at;
 	DlockLeaseStats stats;		/* zero unless rels->has_stats */
+	int64		min_hold;		/* microseconds; 0: none, -1: NULL */
+	int64		lock_delay;		/* microseconds; 0: none, -1: NULL */
+	int64		pin_grace;		/* microseconds; -1: NULL (never end) */
 } DlockLease;
 
 /* GUCs (dlock.c) */
 extern int	dlock_max_ttl;
 extern int	dlock_max_leases_per_role;
 extern bool dlock_events;
+extern int	dlock_lock_delay;
+extern int	dlock_pin_grace;
 
 /* relation.c */
 extern void RelationInit(void);
@@ -149,6 +157,9 @@ extern TimestampTz DlockExpiryArg(FunctionCallInfo fcinfo, int argno,
 extern int64 DlockDurationArg(FunctionCallInfo fcinfo, int argno,
 							  const char *what);
 extern char *DlockOwnerArg(FunctionCallInfo fcinfo, int argno);
+extern int64 DlockMinHoldArg(FunctionCallInfo fcinfo, int argno,
+							 int ttl_argno);
+extern int64 DlockLockDelayArg(FunctionCallInfo fcinfo, int argno);
 
 /* lease.c */
 extern void LeaseFetch(const DlockRelations *rels, text *name,
@@ -163,13 +174,20 @@ extern bool LeaseRoleActsForHolder(const DlockLease *lease, Oid role);
 extern void DlockDenyHolder(const DlockLease *lease, text *name,
 							const char *action);
 extern bool LeaseIsHeld(const DlockLease *lease, TimestampTz now);
+extern bool LeaseIsBusy(const DlockLease *lease, TimestampTz now);
+extern TimestampTz LeaseAvailableAt(const DlockLease *lease);
+extern bool LeasePinEnd(const DlockLease *lease, TimestampTz *pin_end);
 extern void LeaseWriteNew(const DlockRelations *rels, text *name,
 						  DlockLease *lease, int64 token, const char *owner,
-						  TimestampTz now, TimestampTz expires_at);
+						  TimestampTz now, TimestampTz expires_at,
+						  int64 min_hold, int64 lock_delay);
 extern void LeaseSetExpiry(const DlockRelations *rels, text *name,
-						   DlockLease *lease, TimestampTz expires_at);
+						   DlockLease *lease, TimestampTz expires_at,
+						   int64 lock_delay);
 extern void LeaseSetReleased(const DlockRelations *rels, text *name,
 							 DlockLease *lease, TimestampTz now);
+extern void LeaseSetRevoked(const DlockRelations *rels, text *name,
+							DlockLease *lease, TimestampTz now);
 extern List *LeaseListIdle(const DlockRelations *rels, TimestampTz now,
 						   TimestampTz cutoff, int limit);
 extern void LeaseDelete(const DlockRelations *rels, DlockLease *lease);
@@ -271,7 +289,8 @@ typedef enum DlockEvent
 {
 	DLOCK_EVENT_ACQUIRED,		/* a free name (no row, or released) */
 	DLOCK_EVENT_TAKEN_OVER,		/* an expired, unreleased lease */
-	DLOCK_EVENT_RELEASED		/* a true dlock_release */
+	DLOCK_EVENT_RELEASED,		/* a true dlock_release */
+	DLOCK_EVENT_REVOKED			/* dlock_revoke ended it */
 } DlockEvent;
 
 extern void DlockEventsDeferStandbyWait(void);
@@ -329,6 +348,12 @@ extern bool DlockNamesEqual(text *a, text *b);
 extern FenceMove *FencePendingMove(void);
 extern bool CheckLockHeld(const LOCKTAG *tag);
 extern void CheckLockRemember(const LOCKTAG *tag);
+
+/* revoke.c */
+extern PGDLLEXPORT Datum dlock_revoke(PG_FUNCTION_ARGS);
+extern List *NamePinningPids(const LOCKTAG *tag);
+extern List *EndPinningBackends(const LOCKTAG *tag, text *name,
+								bool check_privileges);
 
 /* undelivered.c */
 extern void UndeliveredNoteAcquire(FunctionCallInfo fcinfo, text *name,

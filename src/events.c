@@ -45,7 +45,7 @@
  *
  * The payload is one JSON object,
  *
- *	{"lock": name, "event": "acquired" | "taken_over" | "released",
+ *	{"lock": name, "event": "acquired" | "taken_over" | "released" | "revoked",
  *	 "token": n, "owner": owner}
  *
  * with "owner" only when the lease has one.  Names and owners are escaped
@@ -185,6 +185,8 @@ DlockEventName(DlockEvent event)
 			return "taken_over";
 		case DLOCK_EVENT_RELEASED:
 			return "released";
+		case DLOCK_EVENT_REVOKED:
+			return "revoked";
 	}
 	elog(ERROR, "unrecognized dlock event %d", (int) event);
 	return NULL;				/* not reached */

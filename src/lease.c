@@ -56,6 +56,38 @@
 #include "compat.h"
 #include "dlock.h"
 
+/*
+ * A duration column of the lease row (min_hold, lock_delay) in microseconds,
+ * a day counted as 24 hours: -1 when NULL or when the table has no such
+ * column (attnum 0).  dlock writes these as a plain time, never negative.
+ */
+static int64
+LeaseIntervalColumn(AttrNumber attnum, Datum *values, bool *nulls)
+{
+	Interval   *span;
+
+	if (attnum <= 0 || nulls[attnum - 1])
+		return -1;
+	span = DatumGetIntervalP(values[attnum - 1]);
+	return Max(span->time + (int64) span->day * USECS_PER_DAY +
+			   (int64) span->month * DAYS_PER_MONTH * USECS_PER_DAY, 0);
+}
+
+/* Store a duration of *lease (-1: NULL) into the column attnum, if any. */
+static void
+LeaseIntervalToSlot(AttrNumber attnum, int64 usecs, Datum *values,
+					bool *nulls)
+{
+	Interval   *span;
+
+	if (attnum <= 0 || usecs < 0)
+		return;
+	span = (Interval *) palloc0(sizeof(Interval));
+	span->time = usecs;
+	nulls[attnum - 1] = false;
+	values[attnum - 1] = IntervalPGetDatum(span);
+}
+
 /* Fill *lease from a lease row. */
 static void
 LeaseFromTuple(Relation rel, HeapTuple tuple, const DlockRelations *rels,
@@ -96,6 +128,11 @@ LeaseFromTuple(Relation rel, HeapTuple tuple, const DlockRelations *rels,
 		StatsFromValues(rels->stats_att, values, nulls, &lease->stats);
 	else
 		memset(&lease->stats, 0, sizeof(lease->stats));
+	lease->min_hold = LeaseIntervalColumn(rels->att_min_hold, values, nulls);
+	lease->lock_delay = LeaseIntervalColumn(rels->att_lock_delay, values,
+											nulls);
+	lease->pin_grace = LeaseIntervalColumn(rels->att_pin_grace, values,
+										   nulls);
 	pfree(values);
 	pfree(nulls);
 
@@ -454,6 +491,53 @@ LeaseIsHeld(const DlockLease *lease, TimestampTz now)
 }
 
 /*
+ * When the name can next be taken (src/README, "The lease state machine"):
+ * after a release, at acquired_at + min_hold (or at once); after an expiry
+ * without a release, at expires_at + lock_delay.  For a held lease, the
+ * earliest time it could be: its expiry plus its lock-delay.
+ */
+TimestampTz
+LeaseAvailableAt(const DlockLease *lease)
+{
+	if (lease->released)
+		return lease->min_hold > 0 ?
+			lease->acquired_at + lease->min_hold : lease->released_at;
+	return lease->expires_at + Max(lease->lock_delay, 0);
+}
+
+/*
+ * When a waiting acquire may end the transactions that still hold the
+ * check protection of this (no longer held) lease: its release or expiry
+ * plus the pin grace stored with it.  False when they are never ended (no
+ * grace recorded: a row written before 1.2, or dlock.pin_grace -1).
+ */
+bool
+LeasePinEnd(const DlockLease *lease, TimestampTz *pin_end)
+{
+	if (lease->pin_grace < 0)
+		return false;
+	*pin_end = (lease->released ? lease->released_at : lease->expires_at) +
+		lease->pin_grace;
+	return true;
+}
+
+/*
+ * May nobody take the name at the time now: it is held, or released before
+ * its minimum hold passed, or expired without a release less than its
+ * lock-delay ago.  A released lease is never busy for a clock that stepped
+ * back behind its release.
+ */
+bool
+LeaseIsBusy(const DlockLease *lease, TimestampTz now)
+{
+	if (!lease->found)
+		return false;
+	if (lease->released)
+		return lease->min_hold > 0 && now < lease->acquired_at + lease->min_hold;
+	return now < lease->expires_at + Max(lease->lock_delay, 0);
+}
+
+/*
  * The holder role of a lease, or InvalidOid if that role no longer exists.
  * The recorded OID decides in the cluster where it was recorded; elsewhere
  * (a restored dump, pg_upgrade) and for 1.0 rows, the recorded name does.
@@ -552,6 +636,11 @@ LeaseToSlot(const DlockRelations *rels, text *name, const DlockLease *lease,
 	}
 	if (rels->has_stats)
 		StatsToValues(rels->stats_att, &lease->stats, values, nulls);
+	LeaseIntervalToSlot(rels->att_min_hold, lease->min_hold, values, nulls);
+	LeaseIntervalToSlot(rels->att_lock_delay, lease->lock_delay, values,
+						nulls);
+	LeaseIntervalToSlot(rels->att_pin_grace, lease->pin_grace, values,
+						nulls);
 	ExecStoreVirtualTuple(slot);
 }
 
@@ -627,6 +716,13 @@ LeaseStore(const DlockRelations *rels, text *name, DlockLease *lease)
 	CommandCounterIncrement();
 }
 
+/* dlock.pin_grace of this (the holder's) session, as stored: -1 for never. */
+static int64
+LeasePinGraceSetting(void)
+{
+	return dlock_pin_grace < 0 ? -1 : (int64) dlock_pin_grace * 1000;
+}
+
 /*
  * Hand the lease to a new holder (the current role) with the given token.
  * The old state in *lease tells the event: a free name (no row, or
@@ -636,7 +732,7 @@ LeaseStore(const DlockRelations *rels, text *name, DlockLease *lease)
 void
 LeaseWriteNew(const DlockRelations *rels, text *name, DlockLease *lease,
 			  int64 token, const char *owner, TimestampTz now,
-			  TimestampTz expires_at)
+			  TimestampTz expires_at, int64 min_hold, int64 lock_delay)
 {
 	bool		takeover = lease->found && !lease->released;
 
@@ -658,17 +754,25 @@ LeaseWriteNew(const DlockRelations *rels, text *name, DlockLease *lease,
 	lease->expires_at = expires_at;
 	lease->released = false;
 	lease->released_at = 0;
+	lease->min_hold = min_hold > 0 ? min_hold : -1;
+	lease->lock_delay = lock_delay > 0 ? lock_delay : -1;
+	lease->pin_grace = LeasePinGraceSetting();
 	LeaseStore(rels, name, lease);
 }
 
-/* Move the expiry of a held lease. */
+/*
+ * Move the expiry of a held lease, and set its lock-delay (0: none).  The
+ * minimum hold stays: it counts from the acquisition.
+ */
 void
 LeaseSetExpiry(const DlockRelations *rels, text *name, DlockLease *lease,
-			   TimestampTz expires_at)
+			   TimestampTz expires_at, int64 lock_delay)
 {
 	Assert(lease->found);
 	LeaseBindHolder(lease, LeaseHolder(lease));
 	lease->expires_at = expires_at;
+	lease->lock_delay = lock_delay > 0 ? lock_delay : -1;
+	lease->pin_grace = LeasePinGraceSetting();
 	LeaseStore(rels, name, lease);
 }
 
@@ -683,6 +787,28 @@ LeaseSetReleased(const DlockRelations *rels, text *name, DlockLease *lease,
 	LeaseBindHolder(lease, LeaseHolder(lease));
 	lease->released = true;
 	lease->released_at = now;
+	LeaseStore(rels, name, lease);
+}
+
+/*
+ * Mark a lease released by dlock_revoke (revoke.c): at once, without its
+ * minimum hold or lock-delay, held or not.
+ */
+void
+LeaseSetRevoked(const DlockRelations *rels, text *name, DlockLease *lease,
+				TimestampTz now)
+{
+	Assert(lease->found);
+	DlockEventLease(name, DLOCK_EVENT_REVOKED, lease->token, lease->owner);
+	/* counted as a release, or, past its expiry, as lost (stats.c) */
+	if (!lease->released)
+		lease->stats.count[LeaseIsHeld(lease, now) ?
+						   DLOCK_STATS_RELEASES : DLOCK_STATS_LOST]++;
+	LeaseBindHolder(lease, LeaseHolder(lease));
+	lease->released = true;
+	lease->released_at = now;
+	lease->min_hold = -1;
+	lease->lock_delay = -1;
 	LeaseStore(rels, name, lease);
 }
 
@@ -710,8 +836,8 @@ LeaseListIdle(const DlockRelations *rels, TimestampTz now, TimestampTz cutoff,
 
 		memset(&lease, 0, sizeof(lease));
 		LeaseFromTuple(rel, tuple, rels, &lease);
-		if (LeaseIsHeld(&lease, now))
-			continue;
+		if (LeaseIsBusy(&lease, now))
+			continue;			/* held, or in its minimum hold or lock-delay */
 		last = lease.released ? lease.released_at : lease.expires_at;
 		if (last < cutoff)
 		{

@@ -165,6 +165,13 @@ DlockGetRelationsWait(FunctionCallInfo fcinfo, const DlockWait *w)
 		cached_relations.lease_table = DlockLookupRelation("dlock_lease", nspid);
 		shape = DlockLeaseTableShape(cached_relations.lease_table);
 		cached_relations.has_role_oid = shape != DLOCK_LEASE_1_0;
+		/* 1.2's columns by name: a 1.1 table has none of them. */
+		cached_relations.att_min_hold =
+			get_attnum(cached_relations.lease_table, "min_hold");
+		cached_relations.att_lock_delay =
+			get_attnum(cached_relations.lease_table, "lock_delay");
+		cached_relations.att_pin_grace =
+			get_attnum(cached_relations.lease_table, "pin_grace");
 		cached_relations.lease_index = DlockLookupRelation("dlock_lease_pkey", nspid);
 		cached_relations.token_seq = DlockLookupRelation("dlock_token_seq", nspid);
 		cached_relations.key_table = shape == DLOCK_LEASE_1_2 ?

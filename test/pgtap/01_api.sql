@@ -25,9 +25,10 @@ SELECT set_eq(
           ON d.refclassid = 'pg_catalog.pg_extension'::pg_catalog.regclass
          AND d.refobjid = e.oid
        WHERE e.extname = 'dlock' AND d.deptype = 'e'$$,
-    ARRAY['function dlock_acquire(text,interval,interval,text)',
+    ARRAY['function dlock_acquire(text,interval,interval,text,interval,interval)',
           'function dlock_release(text,bigint)',
-          'function dlock_renew(text,bigint,interval)',
+          'function dlock_renew(text,bigint,interval,interval)',
+          'function dlock_revoke(text,bigint,interval,boolean)',
           'function dlock_check(text,bigint)',
           'function dlock_assert(text,bigint)',
           'function dlock_fence()',
@@ -85,23 +86,23 @@ SELECT is((SELECT pg_catalog.count(*) FROM dlock_lock_key WHERE scheme = 1 AND p
 -- ---------------------------------------------------------------------------
 -- dlock_acquire(name text, ttl interval, wait interval DEFAULT '0', owner text DEFAULT NULL) RETURNS bigint
 -- ---------------------------------------------------------------------------
-SELECT has_function('dlock_acquire', ARRAY['text', 'interval', 'interval', 'text'],
-                    'dlock_acquire(text, interval, interval, text) exists');
-SELECT is((SELECT pg_catalog.pg_get_function_arguments(to_regprocedure('dlock_acquire(text,interval,interval,text)'))),
-          'name text, ttl interval, wait interval DEFAULT ''00:00:00''::interval, owner text DEFAULT NULL::text',
-          'dlock_acquire has arguments name, ttl, wait DEFAULT 0, owner DEFAULT NULL');
-SELECT function_returns('dlock_acquire', ARRAY['text', 'interval', 'interval', 'text'], 'bigint',
+SELECT has_function('dlock_acquire', ARRAY['text', 'interval', 'interval', 'text', 'interval', 'interval'],
+                    'dlock_acquire(text, interval, interval, text, interval, interval) exists');
+SELECT is((SELECT pg_catalog.pg_get_function_arguments(to_regprocedure('dlock_acquire(text,interval,interval,text,interval,interval)'))),
+          'name text, ttl interval, wait interval DEFAULT ''00:00:00''::interval, owner text DEFAULT NULL::text, min_hold interval DEFAULT NULL::interval, lock_delay interval DEFAULT NULL::interval',
+          'dlock_acquire has arguments name, ttl, wait DEFAULT 0, owner, min_hold and lock_delay DEFAULT NULL');
+SELECT function_returns('dlock_acquire', ARRAY['text', 'interval', 'interval', 'text', 'interval', 'interval'], 'bigint',
                         'dlock_acquire returns bigint');
-SELECT function_lang_is('dlock_acquire', ARRAY['text', 'interval', 'interval', 'text'], 'c',
+SELECT function_lang_is('dlock_acquire', ARRAY['text', 'interval', 'interval', 'text', 'interval', 'interval'], 'c',
                         'dlock_acquire is written in C');
-SELECT volatility_is('dlock_acquire', ARRAY['text', 'interval', 'interval', 'text'], 'volatile',
+SELECT volatility_is('dlock_acquire', ARRAY['text', 'interval', 'interval', 'text', 'interval', 'interval'], 'volatile',
                      'dlock_acquire is volatile');
-SELECT isnt_strict('dlock_acquire', ARRAY['text', 'interval', 'interval', 'text'],
+SELECT isnt_strict('dlock_acquire', ARRAY['text', 'interval', 'interval', 'text', 'interval', 'interval'],
                    'dlock_acquire is not strict');
-SELECT isnt_definer('dlock_acquire', ARRAY['text', 'interval', 'interval', 'text'],
+SELECT isnt_definer('dlock_acquire', ARRAY['text', 'interval', 'interval', 'text', 'interval', 'interval'],
                     'dlock_acquire is not security definer');
 SELECT is((SELECT proparallel FROM pg_catalog.pg_proc
-            WHERE oid = to_regprocedure('dlock_acquire(text,interval,interval,text)')),
+            WHERE oid = to_regprocedure('dlock_acquire(text,interval,interval,text,interval,interval)')),
           'u'::"char", 'dlock_acquire is parallel unsafe');
 SELECT isnt(dlock_acquire('pgtap 01 defaults', '1 minute'), NULL,
             'dlock_acquire can be called with name and ttl only (wait and owner have defaults)');
@@ -132,22 +133,23 @@ SELECT is((SELECT proparallel FROM pg_catalog.pg_proc
 -- ---------------------------------------------------------------------------
 -- dlock_renew(name text, token bigint, ttl interval) RETURNS boolean
 -- ---------------------------------------------------------------------------
-SELECT has_function('dlock_renew', ARRAY['text', 'bigint', 'interval'],
-                    'dlock_renew(text, bigint, interval) exists');
-SELECT is((SELECT pg_catalog.pg_get_function_arguments(to_regprocedure('dlock_renew(text,bigint,interval)'))),
-          'name text, token bigint, ttl interval', 'dlock_renew has arguments name, token, ttl');
-SELECT function_returns('dlock_renew', ARRAY['text', 'bigint', 'interval'], 'boolean',
+SELECT has_function('dlock_renew', ARRAY['text', 'bigint', 'interval', 'interval'],
+                    'dlock_renew(text, bigint, interval, interval) exists');
+SELECT is((SELECT pg_catalog.pg_get_function_arguments(to_regprocedure('dlock_renew(text,bigint,interval,interval)'))),
+          'name text, token bigint, ttl interval, lock_delay interval DEFAULT NULL::interval',
+          'dlock_renew has arguments name, token, ttl, lock_delay DEFAULT NULL');
+SELECT function_returns('dlock_renew', ARRAY['text', 'bigint', 'interval', 'interval'], 'boolean',
                         'dlock_renew returns boolean');
-SELECT function_lang_is('dlock_renew', ARRAY['text', 'bigint', 'interval'], 'c',
+SELECT function_lang_is('dlock_renew', ARRAY['text', 'bigint', 'interval', 'interval'], 'c',
                         'dlock_renew is written in C');
-SELECT volatility_is('dlock_renew', ARRAY['text', 'bigint', 'interval'], 'volatile',
+SELECT volatility_is('dlock_renew', ARRAY['text', 'bigint', 'interval', 'interval'], 'volatile',
                      'dlock_renew is volatile');
-SELECT isnt_strict('dlock_renew', ARRAY['text', 'bigint', 'interval'],
+SELECT isnt_strict('dlock_renew', ARRAY['text', 'bigint', 'interval', 'interval'],
                    'dlock_renew is not strict');
-SELECT isnt_definer('dlock_renew', ARRAY['text', 'bigint', 'interval'],
+SELECT isnt_definer('dlock_renew', ARRAY['text', 'bigint', 'interval', 'interval'],
                     'dlock_renew is not security definer');
 SELECT is((SELECT proparallel FROM pg_catalog.pg_proc
-            WHERE oid = to_regprocedure('dlock_renew(text,bigint,interval)')),
+            WHERE oid = to_regprocedure('dlock_renew(text,bigint,interval,interval)')),
           'u'::"char", 'dlock_renew is parallel unsafe');
 
 -- ---------------------------------------------------------------------------
@@ -317,8 +319,9 @@ SELECT is(ARRAY(SELECT attname::text FROM pg_catalog.pg_attribute
                  WHERE attrelid = to_regclass('dlock_leases')
                    AND attnum > 0 AND NOT attisdropped
                  ORDER BY attnum),
-          ARRAY['name', 'owner', 'token', 'acquired_at', 'expires_at', 'held', 'role', 'released_at'],
-          'dlock_leases has the columns name, owner, token, acquired_at, expires_at, held, role, released_at, in that order');
+          ARRAY['name', 'owner', 'token', 'acquired_at', 'expires_at', 'held', 'role', 'released_at',
+                'min_hold', 'lock_delay', 'available_at'],
+          'dlock_leases has the columns name, owner, token, acquired_at, expires_at, held, role, released_at, min_hold, lock_delay, available_at, in that order');
 SELECT col_type_is('dlock_leases', 'name', 'text', 'dlock_leases.name is text');
 SELECT col_type_is('dlock_leases', 'owner', 'text', 'dlock_leases.owner is text');
 SELECT col_type_is('dlock_leases', 'token', 'bigint', 'dlock_leases.token is bigint');
@@ -356,11 +359,11 @@ SELECT is((SELECT seqcycle FROM pg_catalog.pg_sequence
 SELECT ok(COALESCE(pg_catalog.obj_description(e.oid, 'pg_extension'), '') <> '',
           'extension dlock has a comment')
   FROM pg_catalog.pg_extension AS e WHERE e.extname = 'dlock';
-SELECT ok(COALESCE(pg_catalog.obj_description(to_regprocedure('dlock_acquire(text,interval,interval,text)'), 'pg_proc'), '') <> '',
+SELECT ok(COALESCE(pg_catalog.obj_description(to_regprocedure('dlock_acquire(text,interval,interval,text,interval,interval)'), 'pg_proc'), '') <> '',
           'function dlock_acquire has a comment');
 SELECT ok(COALESCE(pg_catalog.obj_description(to_regprocedure('dlock_release(text,bigint)'), 'pg_proc'), '') <> '',
           'function dlock_release has a comment');
-SELECT ok(COALESCE(pg_catalog.obj_description(to_regprocedure('dlock_renew(text,bigint,interval)'), 'pg_proc'), '') <> '',
+SELECT ok(COALESCE(pg_catalog.obj_description(to_regprocedure('dlock_renew(text,bigint,interval,interval)'), 'pg_proc'), '') <> '',
           'function dlock_renew has a comment');
 SELECT ok(COALESCE(pg_catalog.obj_description(to_regprocedure('dlock_check(text,bigint)'), 'pg_proc'), '') <> '',
           'function dlock_check has a comment');

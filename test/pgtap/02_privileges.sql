@@ -12,7 +12,7 @@ BEGIN;
 CREATE EXTENSION IF NOT EXISTS pgtap;
 CREATE EXTENSION dlock;
 
-SELECT plan(79);
+SELECT plan(80);
 
 CREATE ROLE dlock_pgtap_a NOLOGIN;
 CREATE ROLE dlock_pgtap_b NOLOGIN;
@@ -41,11 +41,11 @@ SELECT sequence_privs_are('dlock_token_seq', 'dlock_pgtap_a', ARRAY[]::name[],
                           'a plain role has no privilege on sequence dlock_token_seq');
 SELECT table_privs_are('dlock_leases', 'public', ARRAY['SELECT']::name[],
                        'PUBLIC may only SELECT from view dlock_leases');
-SELECT function_privs_are('dlock_acquire', ARRAY['text', 'interval', 'interval', 'text'],
+SELECT function_privs_are('dlock_acquire', ARRAY['text', 'interval', 'interval', 'text', 'interval', 'interval'],
                           'public', ARRAY['EXECUTE']::name[], 'PUBLIC may execute dlock_acquire');
 SELECT function_privs_are('dlock_release', ARRAY['text', 'bigint'],
                           'public', ARRAY['EXECUTE']::name[], 'PUBLIC may execute dlock_release');
-SELECT function_privs_are('dlock_renew', ARRAY['text', 'bigint', 'interval'],
+SELECT function_privs_are('dlock_renew', ARRAY['text', 'bigint', 'interval', 'interval'],
                           'public', ARRAY['EXECUTE']::name[], 'PUBLIC may execute dlock_renew');
 SELECT function_privs_are('dlock_check', ARRAY['text', 'bigint'],
                           'public', ARRAY['EXECUTE']::name[], 'PUBLIC may execute dlock_check');
@@ -61,6 +61,8 @@ SELECT function_privs_are('dlock_cleanup', ARRAY['interval', 'integer'],
                           'dlock_pgtap_a', ARRAY[]::name[], 'a plain role may not execute dlock_cleanup');
 SELECT function_privs_are('dlock_rebase', ARRAY[]::name[],
                           'public', ARRAY[]::name[], 'PUBLIC may not execute dlock_rebase');
+SELECT function_privs_are('dlock_revoke', ARRAY['text', 'bigint', 'interval', 'boolean'],
+                          'public', ARRAY[]::name[], 'PUBLIC may not execute dlock_revoke');
 SELECT function_privs_are('dlock_rebase', ARRAY['bigint'],
                           'public', ARRAY[]::name[], 'PUBLIC may not execute dlock_rebase(at_least)');
 SELECT table_privs_are('dlock_epoch', 'dlock_pgtap_a', ARRAY[]::name[],

@@ -223,6 +223,19 @@ case $out in cron@host-1:[0-9]*:[0-9a-f][0-9a-f][0-9a-f][0-9a-f][0-9a-f][0-9a-f]
 	ok "--owner is stored with the lease, as LABEL:PID:RANDOM" ;;
 	*) not_ok "--owner is stored with the lease, as LABEL:PID:RANDOM" "got: '$out'" ;; esac
 
+# --min-hold (dlock 1.2): a command that ends at once still keeps the name
+# from everybody until the minimum hold has passed.
+"$RUN" --name minhold --ttl 30s --min-hold 20s -- true
+is "$?" 0 "--min-hold: the command ran and ended"
+is "$(q -c "SELECT held, available_at - acquired_at FROM dlock_leases WHERE name = 'minhold'")" \
+	"f|00:00:20" "--min-hold: released, and unavailable until 20 s after the acquisition"
+"$RUN" --name minhold --ttl 30s -- touch "$work/ran-minhold"
+is "$?" 75 "--min-hold: a second run inside the minimum hold is busy, exit 75"
+check "--min-hold: the second run's command did not run" test ! -e "$work/ran-minhold"
+"$RUN" --name minhold2 --ttl 5s --min-hold 6s -- touch "$work/ran-minhold2" 2>"$work/minhold2.err"
+is "$?" 64 "--min-hold longer than --ttl: refused by the server, exit 64"
+check "--min-hold longer than --ttl: the command never ran" test ! -e "$work/ran-minhold2"
+
 # Two runs with the same --owner never share the lease (dlock's owner
 # renewal would hand the second the first's lease and token).
 start_bg "$work/own1.out" "$work/own1.err" \

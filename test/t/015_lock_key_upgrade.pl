@@ -156,7 +156,7 @@ for my $what (sort keys %calls)
 	my $out = $old->query($calls{$what});
 	like(
 		$old->{stderr},
-		qr/ERROR:  relation "dlock_lease" of extension "dlock" has 9 columns, which this version of the library does not expect/,
+		qr/ERROR:  relation "dlock_lease" of extension "dlock" has \d+ columns, which this version of the library does not expect/,
 		"the 1.1 session refuses after the update: $what");
 	unlike($out // '', qr/^(t|f|\d+)$/m, "the 1.1 session answers nothing: $what");
 }

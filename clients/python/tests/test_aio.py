@@ -170,3 +170,15 @@ def test_leader_terms(dsn: str, admin: Conn, name: str) -> None:
         assert lease_row(admin, name)[0] is False  # type: ignore[index]
 
     asyncio.run(asyncio.wait_for(main(), 120))
+
+
+def test_min_hold_keeps_the_name_after_an_early_release(dsn: str, admin: Conn, name: str) -> None:
+    async def main() -> None:
+        async with dlock.aio.lease(dsn, name, ttl=30, min_hold=20) as lease:
+            pass
+        assert not is_held(admin, name, lease.token)
+        assert grab(admin, name) is None
+        with pytest.raises(dlock.Busy):
+            async with dlock.aio.lease(dsn, name, ttl=30):
+                pytest.fail("entered the block inside the minimum hold")
+    asyncio.run(main())

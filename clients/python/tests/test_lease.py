@@ -285,3 +285,26 @@ def test_c12_a_missing_extension_says_what_to_do(dsn: str, name: str) -> None:
             with dlock.lease(conn, name, ttl=5):
                 pass
     assert isinstance(err.value.__cause__, psycopg.errors.UndefinedFunction)
+
+
+def test_min_hold_keeps_the_name_after_an_early_release(dsn: str, admin: Conn, name: str) -> None:
+    # dlock 1.2's minimum hold (ShedLock's lockAtLeastFor): the block ends
+    # at once, the release goes through, and the name stays unavailable,
+    # to everybody, until acquired_at + min_hold.
+    with dlock.lease(dsn, name, ttl=30, min_hold=timedelta(seconds=20)) as lease:
+        pass
+    assert not is_held(admin, name, lease.token)
+    assert grab(admin, name) is None
+    row = admin.execute("SELECT min_hold, available_at - acquired_at FROM dlock_leases "
+                        "WHERE name = %s", (name,)).fetchone()
+    assert row == (timedelta(seconds=20), timedelta(seconds=20))
+    with pytest.raises(dlock.Busy):
+        with dlock.lease(dsn, name, ttl=30):
+            pass
+
+
+def test_min_hold_is_checked_before_any_statement(dsn: str, name: str) -> None:
+    with pytest.raises(ValueError, match="min_hold must not be longer than ttl"):
+        dlock.lease(dsn, name, ttl=5, min_hold=6)
+    with pytest.raises(ValueError):
+        dlock.lease(dsn, name, ttl=5, min_hold=-1)

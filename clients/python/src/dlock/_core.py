@@ -108,6 +108,9 @@ Step = Generator[Op, Any, T]
 
 # The functions are found through the connection's search_path.
 ACQUIRE_SQL = "SELECT dlock_acquire(%s, %s, %s, %s)"
+# With a minimum hold (dlock 1.2): released earlier, the name stays
+# unavailable until acquired_at + min_hold.
+ACQUIRE_MIN_HOLD_SQL = "SELECT dlock_acquire(%s, %s, %s, %s, min_hold => %s)"
 RENEW_SQL = "SELECT dlock_renew(%s, %s, %s)"
 RELEASE_SQL = "SELECT dlock_release(%s, %s)"
 ASSERT_SQL = "SELECT dlock_assert(%s, %s)"
@@ -286,11 +289,21 @@ class LeaseBase:
 ACQUIRE_MARGIN = 5.0
 
 
+def min_hold_seconds(min_hold: "Optional[Union[int, float, timedelta]]", ttl: float) -> Optional[float]:
+    """A lease's minimum hold in seconds, None for none; at most its ttl."""
+    if min_hold is None:
+        return None
+    s = seconds(min_hold, "min_hold", zero_ok=True)
+    if s > ttl:
+        raise ValueError(f"min_hold must not be longer than ttl ({ttl!r} s), not {min_hold!r}")
+    return s if s > 0 else None
+
+
 def acquire_budget(wait: float) -> float:
     return wait + ACQUIRE_MARGIN
 
 
-def acquire(lease: LeaseBase, wait: float) -> Step[None]:
+def acquire(lease: LeaseBase, wait: float, min_hold: Optional[float] = None) -> Step[None]:
     """Take the lease (committed when this returns); Busy if it stays held.
 
     Bounded by acquire_budget(wait): without an answer by then the
@@ -298,7 +311,7 @@ def acquire(lease: LeaseBase, wait: float) -> Step[None]:
     TimeoutError).  The acquire may have committed meanwhile: that lease
     is nobody's, and expires by itself at its ttl."""
     try:
-        yield from _acquire(lease, wait)
+        yield from _acquire(lease, wait, min_hold)
     except TimeoutError as e:
         budget = acquire_budget(wait)
         log.warning('acquire of lease "%s" got no answer in %.3g s: its connection is '
@@ -309,12 +322,16 @@ def acquire(lease: LeaseBase, wait: float) -> Step[None]:
                     f'ttl)') from e
 
 
-def _acquire(lease: LeaseBase, wait: float) -> Step[None]:
+def _acquire(lease: LeaseBase, wait: float, min_hold: Optional[float] = None) -> Step[None]:
     """acquire(), raising TimeoutError when it gets no answer in time."""
+    args: Tuple[Any, ...] = (lease.name, timedelta(seconds=lease._ttl), timedelta(seconds=wait),
+                             lease.owner_id)
+    sql = ACQUIRE_SQL
+    if min_hold is not None:
+        sql, args = ACQUIRE_MIN_HOLD_SQL, args + (timedelta(seconds=min_hold),)
     try:
         results = yield Execute((
-            (ACQUIRE_SQL, (lease.name, timedelta(seconds=lease._ttl), timedelta(seconds=wait),
-                           lease.owner_id)),
+            (sql, args),
             (EXPIRY_SQL, (lease.name,)),
         ), timeout=acquire_budget(wait))
     except psycopg.errors.UndefinedFunction as e:

@@ -108,11 +108,13 @@ class LeaseContext:
 
     def __init__(self, target: "Union[str, psycopg.Connection[Any]]", name: str, ttl: Seconds,
                  wait: Seconds, owner: Optional[str], renew: bool,
-                 on_lost: Optional[Callable[[Lease], object]]) -> None:
+                 on_lost: Optional[Callable[[Lease], object]],
+                 min_hold: Optional[Seconds] = None) -> None:
         self._target = target
         self._name = name
         self._ttl = _core.seconds(ttl, "ttl", zero_ok=False)
         self._wait = _core.seconds(wait, "wait", zero_ok=True)
+        self._min_hold = _core.min_hold_seconds(min_hold, self._ttl)
         self._owner = owner
         self._renew = renew
         self._on_lost = on_lost
@@ -135,7 +137,7 @@ class LeaseContext:
                             f"(for an AsyncConnection use dlock.aio.lease), not {type(target).__name__}")
         lease = Lease(self._name, self._ttl, self._owner, self._on_lost, ex)
         try:
-            run_sync(_core.acquire(lease, self._wait), ex)
+            run_sync(_core.acquire(lease, self._wait, self._min_hold), ex)
             if self._renew:
                 lease._start_renewer(conninfo)
         except BaseException:
@@ -158,7 +160,8 @@ class LeaseContext:
 
 def lease(conninfo_or_connection: "Union[str, psycopg.Connection[Any]]", name: str, ttl: Seconds,
           *, wait: Seconds = 0, owner: Optional[str] = None, renew: bool = True,
-          on_lost: Optional[Callable[[Lease], object]] = None) -> LeaseContext:
+          on_lost: Optional[Callable[[Lease], object]] = None,
+          min_hold: Optional[Seconds] = None) -> LeaseContext:
     """Hold the lease ``name`` for the ``with`` block; yields a ``Lease``.
 
     ``ttl`` and ``wait`` are seconds (int or float) or ``timedelta``s.  Raises
@@ -177,13 +180,18 @@ def lease(conninfo_or_connection: "Union[str, psycopg.Connection[Any]]", name: s
     ``dlock.LeaseLost`` if it was lost or the release was refused, unless the
     block is raising an exception of its own.
 
+    ``min_hold`` (seconds or ``timedelta``, at most ``ttl``; dlock 1.2):
+    released earlier, the name stays unavailable to everybody until
+    ``acquired_at + min_hold`` (ShedLock's ``lockAtLeastFor``), so a job that
+    finished quickly on one replica is not run again on another at once.
+
     ``owner`` labels the holder (``dlock_leases.owner`` starts with it); the
     server is sent ``<owner>:<pid>:<random>``, new for every context, so two
     contexts never share a lease.  The client's statements are never
     prepared on the server; behind a transaction pooler, create a connection
     you pass in with ``prepare_threshold=None``.
     """
-    return LeaseContext(conninfo_or_connection, name, ttl, wait, owner, renew, on_lost)
+    return LeaseContext(conninfo_or_connection, name, ttl, wait, owner, renew, on_lost, min_hold)
 
 
 class Leader:

@@ -117,11 +117,13 @@ class AsyncLeaseContext:
 
     def __init__(self, target: "Union[str, psycopg.AsyncConnection[Any]]", name: str,
                  ttl: Seconds, wait: Seconds, owner: Optional[str], renew: bool,
-                 on_lost: Optional[Callable[[AsyncLease], object]]) -> None:
+                 on_lost: Optional[Callable[[AsyncLease], object]],
+                 min_hold: Optional[Seconds] = None) -> None:
         self._target = target
         self._name = name
         self._ttl = _core.seconds(ttl, "ttl", zero_ok=False)
         self._wait = _core.seconds(wait, "wait", zero_ok=True)
+        self._min_hold = _core.min_hold_seconds(min_hold, self._ttl)
         self._owner = owner
         self._renew = renew
         self._on_lost = on_lost
@@ -145,7 +147,7 @@ class AsyncLeaseContext:
                             f"psycopg.AsyncConnection, not {type(target).__name__}")
         lease = AsyncLease(self._name, self._ttl, self._owner, self._on_lost, ex)
         try:
-            await run_async(_core.acquire(lease, self._wait), ex)
+            await run_async(_core.acquire(lease, self._wait, self._min_hold), ex)
             if self._renew:
                 lease._start_renewer(conninfo)
         except BaseException:
@@ -168,9 +170,11 @@ class AsyncLeaseContext:
 
 def lease(conninfo_or_connection: "Union[str, psycopg.AsyncConnection[Any]]", name: str,
           ttl: Seconds, *, wait: Seconds = 0, owner: Optional[str] = None, renew: bool = True,
-          on_lost: Optional[Callable[[AsyncLease], object]] = None) -> AsyncLeaseContext:
+          on_lost: Optional[Callable[[AsyncLease], object]] = None,
+          min_hold: Optional[Seconds] = None) -> AsyncLeaseContext:
     """``async with dlock.aio.lease(...) as lease``: see ``dlock.lease``."""
-    return AsyncLeaseContext(conninfo_or_connection, name, ttl, wait, owner, renew, on_lost)
+    return AsyncLeaseContext(conninfo_or_connection, name, ttl, wait, owner, renew, on_lost,
+                             min_hold)
 
 
 class AsyncLeader:

@@ -1,0 +1,308 @@
+/*-------------------------------------------------------------------------
+ *
+ * revoke.c
+ *		dlock_revoke: an operator ends a lease, and the transactions that
+ *		hold its check protection (src/README, "Revoking").
+ *
+ * First the hand-over lock is taken, which waits for every transaction that
+ * holds the name's check protection (or changes the lease); then, under
+ * the state lock too, the lease row is marked released, without its minimum
+ * hold or lock-delay.  The hand-over lock is taken first so that a pinning
+ * transaction that goes on to renew or release the lease (it needs the
+ * state lock) is a soft deadlock the lock manager reorders, not a hard one.
+ * Once the revoke commits, the token is stale everywhere, and no
+ * transaction that vouched for it is still open: what they wrote is
+ * committed or rolled back.  If the wait runs out, without force: 55P03 and
+ * nothing changed; with force, the transactions still holding it are ended
+ * (EndPinningBackends) and waited for.
+ *
+ * Copyright (c) 2026, the dlock developers
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include <signal.h>
+
+#include "access/htup_details.h"
+#include "catalog/pg_authid.h"
+#include "catalog/pg_type.h"
+#include "funcapi.h"
+#include "miscadmin.h"
+#include "storage/lock.h"
+#include "storage/proc.h"
+#include "storage/procarray.h"
+#include "utils/acl.h"
+#include "utils/array.h"
+#include "utils/builtins.h"
+#include "utils/timestamp.h"
+
+#include "compat.h"
+#include "dlock.h"
+
+PG_FUNCTION_INFO_V1(dlock_revoke);
+
+/*
+ * How long a cancelled backend may take to end its transaction before it
+ * is terminated: a session idle in its transaction ignores a cancel.
+ */
+#define DLOCK_CANCEL_GRACE_MS	500
+
+/*
+ * The backends, other than this one, holding a lock on the name that a
+ * hand-over waits for: the check protection (or a hand-over or state
+ * change in progress).  Their pids, as a list of ints.
+ */
+List *
+NamePinningPids(const LOCKTAG *tag)
+{
+	VirtualTransactionId *vxids;
+	List	   *pids = NIL;
+
+	vxids = GetLockConflicts(tag, DLOCK_LOCK_HANDOVER, NULL);
+	for (; VirtualTransactionIdIsValid(*vxids); vxids++)
+	{
+		PGPROC	   *proc = DlockVxidGetProc(*vxids);
+
+		if (proc != NULL && proc->pid != 0)
+			pids = list_append_unique_int(pids, proc->pid);
+	}
+	return pids;
+}
+
+/* Send sig to the backend pid, as pg_signal_backend does. */
+static void
+SignalBackend(int pid, int sig)
+{
+#ifdef HAVE_SETSID
+	if (kill(-pid, sig) == 0)
+		return;
+#endif
+	if (kill(pid, sig) != 0)
+		ereport(WARNING,
+				(errmsg("could not send signal to process %d: %m", pid)));
+}
+
+/*
+ * May the current user end backend pid, by pg_signal_backend's rules?  A
+ * superuser's backend only for superusers; another only for members of its
+ * role or of pg_signal_backend.
+ */
+static void
+CheckMayEnd(int pid)
+{
+	PGPROC	   *proc = BackendPidGetProc(pid);
+	Oid			role;
+
+	if (proc == NULL)
+		return;					/* gone already */
+	role = proc->roleId;
+	if ((!OidIsValid(role) || superuser_arg(role)) && !superuser())
+		ereport(ERROR,
+				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+				 errmsg("permission denied to end process %d", pid),
+				 errdetail("Only superusers may end a superuser's session.")));
+	if (!has_privs_of_role(GetUserId(), role) &&
+		!has_privs_of_role(GetUserId(), ROLE_PG_SIGNAL_BACKEND))
+		ereport(ERROR,
+				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+				 errmsg("permission denied to end process %d", pid),
+				 errdetail("Only roles with the privileges of the role whose process is being ended or with the privileges of the \"pg_signal_backend\" role may end it.")));
+}
+
+/*
+ * End the transactions holding a lock on the name that a hand-over waits
+ * for: cancel each (a running statement ends, and its transaction rolls
+ * back), and terminate each that still holds it DLOCK_CANCEL_GRACE_MS later
+ * (a session idle in its transaction ignores a cancel), as hot standby
+ * does for a recovery conflict.  Each is logged.  The pids ended.
+ */
+List *
+EndPinningBackends(const LOCKTAG *tag, text *name, bool check_privileges)
+{
+	List	   *pids = NamePinningPids(tag);
+	List	   *left;
+	ListCell   *lc;
+	int			waited_ms;
+
+	if (check_privileges)
+		foreach(lc, pids)
+			CheckMayEnd(lfirst_int(lc));
+	foreach(lc, pids)
+	{
+		PGPROC	   *proc = BackendPidGetProc(lfirst_int(lc));
+		char	   *rolname = proc ? GetUserNameFromId(proc->roleId, true) : NULL;
+
+		if (rolname != NULL)
+			ereport(LOG,
+					(errmsg("dlock: cancelling process %d of role \"%s\", which holds lease \"%s\" back",
+							lfirst_int(lc), rolname, text_to_cstring(name))));
+		else
+			ereport(LOG,
+					(errmsg("dlock: cancelling process %d, which holds lease \"%s\" back",
+							lfirst_int(lc), text_to_cstring(name))));
+		SignalBackend(lfirst_int(lc), SIGINT);
+	}
+	if (pids == NIL)
+		return NIL;
+	for (waited_ms = 0; waited_ms < DLOCK_CANCEL_GRACE_MS; waited_ms += 10)
+	{
+		pg_usleep(10000L);
+		CHECK_FOR_INTERRUPTS();
+		if (NamePinningPids(tag) == NIL)
+			return pids;
+	}
+	left = NamePinningPids(tag);
+	foreach(lc, left)
+	{
+		ereport(LOG,
+				(errmsg("dlock: terminating process %d, which still holds lease \"%s\" back",
+						lfirst_int(lc), text_to_cstring(name))));
+		SignalBackend(lfirst_int(lc), SIGTERM);
+	}
+	return pids;
+}
+
+/* A list of pids as an int4[]. */
+static Datum
+PidArray(List *pids)
+{
+	Datum	   *elems = palloc(sizeof(Datum) * Max(list_length(pids), 1));
+	ListCell   *lc;
+	int			n = 0;
+
+	foreach(lc, pids)
+		elems[n++] = Int32GetDatum(lfirst_int(lc));
+	return PointerGetDatum(construct_array(elems, n, INT4OID, sizeof(int32),
+										   true, TYPALIGN_INT));
+}
+
+/* The result record of dlock_revoke. */
+static Datum
+RevokeResult(FunctionCallInfo fcinfo, int64 token, List *waited, List *ended)
+{
+	TupleDesc	desc;
+	Datum		values[3];
+	bool		nulls[3] = {token == 0, false, false};
+
+	if (get_call_result_type(fcinfo, NULL, &desc) != TYPEFUNC_COMPOSITE)
+		elog(ERROR, "dlock_revoke must return a record");
+	desc = BlessTupleDesc(desc);
+	values[0] = Int64GetDatum(token);
+	values[1] = PidArray(waited);
+	values[2] = PidArray(ended);
+	return HeapTupleGetDatum(heap_form_tuple(desc, values, nulls));
+}
+
+/*
+ * Take the name's hand-over lock, waiting up to wait_usecs for every other
+ * transaction holding its check protection; with force, end those still
+ * there and wait for them as long as it takes.  Without force, 55P03 when
+ * the wait runs out.  The lock is kept until the transaction ends, so no
+ * new check vouches for the revoked token before the revoke commits.
+ */
+static void
+RevokeWaitForPinners(text *name, const LOCKTAG *tag, int64 wait_usecs,
+					 bool force, List **waited, List **ended)
+{
+	DlockWait	w;
+
+	*waited = NamePinningPids(tag);
+	*ended = NIL;
+	w.start = GetCurrentTimestamp();
+	w.deadline = w.start + wait_usecs;
+	if (NameLockTry(tag, DLOCK_LOCK_HANDOVER) ||
+		WaitForNameLock(tag, DLOCK_LOCK_HANDOVER, &w))
+		return;
+	if (!force)
+		ereport(ERROR,
+				(errcode(ERRCODE_LOCK_NOT_AVAILABLE),
+				 errmsg("could not revoke lease \"%s\"", text_to_cstring(name)),
+				 errdetail("Other transactions still hold its check protection after the wait."),
+				 errhint("Wait longer, or pass force => true to end them.")));
+	*ended = EndPinningBackends(tag, name, true);
+	NameLockWait(tag, DLOCK_LOCK_HANDOVER);
+}
+
+/* The pids of a list, for a log line: "1, 2, 3". */
+static char *
+PidListString(List *pids)
+{
+	StringInfoData buf;
+	ListCell   *lc;
+
+	initStringInfo(&buf);
+	foreach(lc, pids)
+		appendStringInfo(&buf, "%s%d", buf.len > 0 ? ", " : "",
+						 lfirst_int(lc));
+	return buf.data;
+}
+
+/*
+ * Is there something to revoke in *lease: a row of the given token (any,
+ * with any_token) that is not released, or is released but inside its
+ * minimum hold?
+ */
+static bool
+RevokeApplies(const DlockLease *lease, bool any_token, int64 token,
+			  TimestampTz now)
+{
+	return lease->found && (any_token || lease->token == token) &&
+		(!lease->released || LeaseIsBusy(lease, now));
+}
+
+/*
+ * dlock_revoke(name, token, wait, force): end the lease on name (held by
+ * token, if given), skipping its minimum hold and lock-delay, once every
+ * transaction holding its check protection has ended.  revoked_token is
+ * NULL when nothing was revoked (no lease, another token, or already free).
+ */
+Datum
+dlock_revoke(PG_FUNCTION_ARGS)
+{
+	text	   *name = DlockNameArg(fcinfo, 0);
+	bool		any_token = PG_ARGISNULL(1);
+	int64		token = any_token ? 0 : PG_GETARG_INT64(1);
+	int64		wait_usecs = DlockDurationArg(fcinfo, 2, "wait");
+	bool		force;
+	const DlockRelations *rels;
+	DlockLease	lease;
+	LOCKTAG		tag;
+	TimestampTz now;
+	List	   *waited;
+	List	   *ended;
+
+	if (PG_ARGISNULL(3))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("argument \"force\" must not be null")));
+	force = PG_GETARG_BOOL(3);
+	PreventCommandIfReadOnly("dlock_revoke()");
+	rels = DlockGetRelations(fcinfo);
+	NameLockTag(name, &tag);
+	LeaseFetchSettled(rels, name, &lease);
+	if (!RevokeApplies(&lease, any_token, token, GetCurrentTimestamp()))
+		return RevokeResult(fcinfo, 0, NIL, NIL);
+	RevokeWaitForPinners(name, &tag, wait_usecs, force, &waited, &ended);
+	/* Holding the hand-over lock, nobody else holds the state lock. */
+	NameLockWait(&tag, DLOCK_LOCK_STATE);
+	LeaseFetchForUpdate(rels, name, &lease);
+	now = GetCurrentTimestamp();
+	if (!RevokeApplies(&lease, any_token, token, now))
+	{
+		NameLockGiveBack(&tag, DLOCK_LOCK_STATE);
+		NameLockGiveBack(&tag, DLOCK_LOCK_HANDOVER);
+		return RevokeResult(fcinfo, 0, waited, ended);
+	}
+	LeaseSetRevoked(rels, name, &lease, now);
+	WaitWakeQueueAtCommit(&tag);
+	ForceDurableCommit();
+	ereport(LOG,
+			(errmsg("dlock: lease \"%s\" with token %lld revoked by role \"%s\"",
+					text_to_cstring(name), (long long) lease.token,
+					GetUserNameFromId(GetUserId(), false)),
+			 errdetail_internal("Waited for processes: %s; ended processes: %s.",
+								waited ? PidListString(waited) : "none",
+								ended ? PidListString(ended) : "none")));
+	return RevokeResult(fcinfo, lease.token, waited, ended);
+}
