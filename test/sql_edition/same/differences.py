@@ -32,6 +32,11 @@ NOT_RUN = {
     # own test of the same promise is test/sql_edition/specs/sql_portal_locks.spec
     # (docs/editions.md, "check protection until the transaction ends").
     "sql/portal_locks": "reads the C edition's advisory locks in pg_locks; the SQL edition's row locks: test/sql_edition/specs/sql_portal_locks.spec",
+    # The C edition's update from 1.1 to 1.2 beside the SQL edition: the
+    # SQL edition has no version 1.1 and no update script (docs/editions.md,
+    # "one dlock per database"; the SQL edition's own refusal beside the C
+    # edition: test/scripts/sql_edition_install.sh).
+    "sql/edition_guard_update": "CREATE EXTENSION dlock VERSION '1.1' and ALTER EXTENSION dlock UPDATE beside the SQL edition (the SQL edition has no 1.1 and no update script)",
     # The C edition's lease-row cache (lease.c: each backend reads a name's
     # row where it last found it first): an index on dlock_lease.expires_at,
     # a dropped primary key.  The SQL edition has no such cache (the same
