@@ -324,6 +324,28 @@ $dlock$;
 COMMENT ON FUNCTION @extschema@.dlock_sql_changed(pg_catalog.xid) IS
 	'internal: did a transaction invisible to this transaction''s snapshot commit xid x';
 
+-- REPEATABLE READ and SERIALIZABLE: name has no lease row in this
+-- transaction's snapshot; if one was created since (its queue row comes
+-- with it, dlock_sql_write_new), raise PostgreSQL's 40001 rather than
+-- answer on the snapshot: an INSERT ... ON CONFLICT DO NOTHING meets a
+-- row that the snapshot cannot see (nodeModifyTable.c,
+-- ExecCheckTupleVisible).  Else it leaves the name's queue row, which
+-- dlock_cleanup removes.  A queue row older than the snapshot (a waiter
+-- made it while the name had no lease row) hides a lease created since.
+CREATE FUNCTION @extschema@.dlock_sql_unseen(name pg_catalog.text)
+RETURNS void
+LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
+AS $dlock$
+BEGIN
+	IF pg_catalog.current_setting('transaction_isolation') <> 'read committed' THEN
+		INSERT INTO @extschema@.dlock_sql_queue VALUES ($1) ON CONFLICT DO NOTHING;
+	END IF;
+END
+$dlock$;
+REVOKE ALL ON FUNCTION @extschema@.dlock_sql_unseen(pg_catalog.text) FROM PUBLIC;
+COMMENT ON FUNCTION @extschema@.dlock_sql_unseen(pg_catalog.text) IS
+	'internal: raise 40001 for a name whose lease was created after this REPEATABLE READ or SERIALIZABLE transaction''s snapshot';
+
 -- The state of a lease as the statement's snapshot (READ COMMITTED: the
 -- latest committed) shows it.  Under REPEATABLE READ or SERIALIZABLE,
 -- a lease that changed since the transaction's snapshot raises 40001 when
@@ -448,6 +470,9 @@ BEGIN
 	  JOIN @extschema@.dlock_expiry AS e ON e.name = l.name
 	 WHERE l.name = $1;
 	IF r.held IS NOT TRUE OR r.token <> $2 THEN
+		IF r.token IS NULL THEN
+			PERFORM @extschema@.dlock_sql_unseen($1);
+		END IF;
 		-- REPEATABLE READ: the snapshot's expiry passed, but a renewal may
 		-- have moved it since.
 		IF r.token = $2 AND r.released_at IS NULL
@@ -628,6 +653,9 @@ BEGIN
 	  JOIN @extschema@.dlock_expiry AS e ON e.name = l.name
 	 WHERE l.name = lock;
 	present := r.token IS NOT NULL;
+	IF NOT present THEN
+		PERFORM @extschema@.dlock_sql_unseen(lock);
+	END IF;
 	token := r.token;
 	owner := r.owner;
 	expires_at := r.expires_at;
@@ -737,7 +765,8 @@ COMMENT ON FUNCTION @extschema@.dlock_renew(pg_catalog.text, pg_catalog.int8, pg
 	'extend the lease on name to now + ttl if token holds it unexpired; lock_delay (NULL: dlock_sql_settings.lock_delay) replaces the lease''s lock-delay';
 
 -- Write a new lease of name for the caller, whose row had the token last
--- (NULL: no row yet): the caller's role, the history hist (the identity
+-- (NULL: a new name, whose lease row dlock_sql_take inserted with token 0
+-- before the draw): the caller's role, the history hist (the identity
 -- rule; dlock_sql_history(), computed once by the acquire).
 CREATE FUNCTION @extschema@.dlock_sql_write_new(name pg_catalog.text, last pg_catalog.int8, token pg_catalog.int8,
 	owner pg_catalog.text, caller pg_catalog.oid, now pg_catalog.timestamptz, expires_at pg_catalog.timestamptz,
@@ -750,8 +779,7 @@ DECLARE
 	rolname pg_catalog.name := pg_catalog.pg_get_userbyid(caller);
 BEGIN
 	IF last IS NULL THEN
-		INSERT INTO @extschema@.dlock_lease AS l
-			VALUES ($1, $3, $4, rolname, caller, hist.system_identifier, hist.counter_relfilenode, $6);
+		UPDATE @extschema@.dlock_lease AS l SET token = $3 WHERE l.name = $1;
 		INSERT INTO @extschema@.dlock_expiry AS e (name, token, expires_at, released_at, acquisitions,
 												  waits, wait_us, wait_max_us, wait_max_at,
 												  min_hold, lock_delay, pin_grace)
@@ -851,9 +879,25 @@ BEGIN
 	END IF;
 	-- The history once, for the draw and the row (each reads the control file).
 	hist := @extschema@.dlock_sql_history();
+	IF l.name IS NULL THEN
+		-- A new name: claim it before the draw, so that an acquire that
+		-- loses the race for it draws no token (the C edition's busy calls
+		-- burn none).  The INSERT fails (23505) if another acquire
+		-- inserted it meanwhile, and waits (bounded) for one that has not
+		-- ended; either ends the block as busy (40_wait.sql).
+		-- ON CONFLICT: under REPEATABLE READ and SERIALIZABLE a row that
+		-- committed after the snapshot raises PostgreSQL's 40001 here
+		-- (nodeModifyTable.c, ExecCheckTupleVisible) instead of a wrong
+		-- busy answer.
+		INSERT INTO @extschema@.dlock_lease
+			VALUES ($1, 0, $3, pg_catalog.pg_get_userbyid(caller), caller, hist.system_identifier,
+					hist.counter_relfilenode, now)
+			ON CONFLICT DO NOTHING;
+		IF NOT FOUND THEN
+			RAISE EXCEPTION 'busy' USING ERRCODE = 'DLKBY';
+		END IF;
+	END IF;
 	t := @extschema@.dlock_sql_draw(coalesce(l.token, 0), nowait, hist);
-	-- A new name: the INSERT fails (23505) if another acquire inserted it
-	-- meanwhile; that error ends the block too, as busy (40_wait.sql).
 	-- A ttl without days, months or years that dlock_sql_acquire let
 	-- through passes every check at any now; any other is checked again.
 	PERFORM @extschema@.dlock_sql_write_new($1, l.token, t, $3, caller, now,

@@ -146,10 +146,26 @@ DECLARE
 	-- 1h, 1d) is valid interval input.  Not the pg_settings view, which
 	-- builds a row for every setting (0.7 ms).
 	caller_ms pg_catalog.int8 := pg_catalog.round(EXTRACT(epoch FROM saved::pg_catalog.interval) * 1000)::pg_catalog.int8;
+	-- The caller's own lock_timeout counts from the start of the wait, as
+	-- if the acquire waited for one lock (the C edition's rule): the wait
+	-- ends at until, and one that ends there before the deadline raises
+	-- the caller's 55P03, also when the head was polling.
+	until pg_catalog.timestamptz := CASE WHEN caller_ms > 0
+		THEN LEAST($5, pg_catalog.clock_timestamp() + caller_ms * '1 millisecond'::pg_catalog.interval)
+		ELSE $5 END;
 	t pg_catalog.int8;
 	start pg_catalog.timestamptz := pg_catalog.clock_timestamp();
 BEGIN
 	BEGIN
+		-- Bound every wait from here on, also for the relation locks that a
+		-- statement takes when it is planned or run (an operator's VACUUM
+		-- FULL, REINDEX, ALTER SEQUENCE, LOCK of dlock's tables, indexes or
+		-- counter): wait => 0 by lock_timeout's least step, 1 ms.
+		IF nowait THEN
+			PERFORM pg_catalog.set_config('lock_timeout', '1', true);
+		ELSE
+			PERFORM @extschema@.dlock_sql_bound(until, 0);
+		END IF;
 		IF nowait THEN
 			-- A free lease goes to those who already wait for it: a queue
 			-- row that a waiter locks (the lock skips it) makes this busy.
@@ -160,19 +176,23 @@ BEGIN
 			END IF;
 			t := @extschema@.dlock_sql_take($1, $2, $3, $4, true);
 		ELSE
-			t := @extschema@.dlock_sql_head($1, $2, $3, $4, $5, caller_ms,
-				@extschema@.dlock_sql_queue_join($1, $5, caller_ms), start);
+			t := @extschema@.dlock_sql_head($1, $2, $3, $4, until, 0,
+				@extschema@.dlock_sql_queue_join($1, until, 0), start);
 		END IF;
 	EXCEPTION
 		WHEN lock_not_available THEN
-			IF NOT nowait AND pg_catalog.clock_timestamp() < $5 THEN
-				RAISE;			-- the caller's own lock_timeout
+			IF NOT nowait AND pg_catalog.clock_timestamp() < until THEN
+				RAISE;
 			END IF;
 			t := NULL;
 		WHEN unique_violation OR SQLSTATE 'DLKBY' THEN
 			t := NULL;
 	END;
 	PERFORM pg_catalog.set_config('lock_timeout', saved, true);
+	IF t IS NULL AND until < $5 AND pg_catalog.clock_timestamp() >= until THEN
+		-- The caller's own lock_timeout, as the lock manager words it.
+		RAISE EXCEPTION 'canceling statement due to lock timeout' USING ERRCODE = 'lock_not_available';
+	END IF;
 	RETURN t;
 END
 $dlock$;
