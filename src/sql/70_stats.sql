@@ -331,7 +331,7 @@ CREATE FUNCTION @extschema@.dlock_waiters_locks(
 	OUT head pg_catalog.bool, OUT since pg_catalog.timestamptz,
 	OUT deadline pg_catalog.timestamptz)
 RETURNS SETOF record
-LANGUAGE sql VOLATILE PARALLEL RESTRICTED SECURITY DEFINER
+LANGUAGE sql VOLATILE PARALLEL UNSAFE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
 AS $dlock$
 	WITH lk AS MATERIALIZED (
