@@ -78,6 +78,15 @@ static unsigned round_no = 0;
 static pid_t root_pid = 0;
 static pid_t except_pid = 0;
 
+/* children dlock-run had before the command (ExcludeEarlierChildren) */
+typedef struct EarlierChild
+{
+	pid_t		pid;
+	unsigned long long start;	/* its start time */
+} EarlierChild;
+static EarlierChild earlier[64];
+static size_t n_earlier = 0;
+
 /* pidfds only below this descriptor number (RaiseFdLimit); -1: no limit */
 #define FD_RESERVE	16
 static long pidfd_cap = -1;
@@ -170,6 +179,110 @@ RaiseFdLimit(void)
 	}
 	if (rl.rlim_cur != RLIM_INFINITY && rl.rlim_cur < (rlim_t) 1 << 30)
 		pidfd_cap = (long) rl.rlim_cur - FD_RESERVE;
+
+	/*
+	 * With fewer descriptors than the reserve and a few pidfds need, /proc
+	 * could not be read while descendants are tracked, and a descendant
+	 * that cannot be looked at must never be taken for gone.
+	 */
+	if (pidfd_cap >= 0 && pidfd_cap < FD_RESERVE)
+	{
+		Log("error", "too few file descriptors: dlock-run needs at least %d (ulimit -n is %ld)",
+			2 * FD_RESERVE, (long) rl.rlim_cur);
+		exit(EXIT_OSERR);
+	}
+}
+
+/*
+ * StartTimeOf: the start time of pid (/proc/PID/stat, field 22, in clock
+ * ticks since boot); 0 if it cannot be read.  With the pid it names one
+ * process: a pid reused later has a later start time.
+ */
+static unsigned long long
+StartTimeOf(pid_t pid)
+{
+	char		path[64];
+	char		buf[1024];
+	char	   *close_paren;
+	unsigned long long start = 0;
+	ssize_t		n;
+	int			fd;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int) pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return 0;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return 0;
+	buf[n] = '\0';
+	close_paren = strrchr(buf, ')');
+	/* after the name: state (3), then fields 4 to 21, then starttime (22) */
+	if (close_paren == NULL ||
+		sscanf(close_paren + 1,
+			   " %*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %*u %*u %*d %*d %*d %*d %*d %*d %llu",
+			   &start) != 1)
+		return 0;
+	return start;
+}
+
+/*
+ * ExcludeEarlierChildren: the children this process has before it starts
+ * the command (an exec'd dlock-run inherits its predecessor's) are not the
+ * command's.  Each is remembered by pid and start time, so that a pid one
+ * of them leaves behind and a process of the command reuses still counts.
+ */
+void
+ExcludeEarlierChildren(void)
+{
+	char		path[96];
+	DIR		   *dir;
+	struct dirent *de;
+
+	snprintf(path, sizeof(path), "/proc/%d/task", (int) getpid());
+	dir = opendir(path);
+	if (dir == NULL)
+		return;
+	while ((de = readdir(dir)) != NULL)
+	{
+		char		cpath[160];
+		FILE	   *f;
+		int			child;
+
+		if (de->d_name[0] == '.')
+			continue;
+		snprintf(cpath, sizeof(cpath), "%s/%s/children", path, de->d_name);
+		f = fopen(cpath, "re");
+		if (f == NULL)
+			continue;
+		while (fscanf(f, "%d", &child) == 1 && n_earlier < lengthof(earlier))
+		{
+			earlier[n_earlier].pid = (pid_t) child;
+			earlier[n_earlier].start = StartTimeOf((pid_t) child);
+			if (earlier[n_earlier].start != 0)
+				n_earlier++;
+		}
+		fclose(f);
+	}
+	closedir(dir);
+}
+
+/*
+ * Earlier: is pid one of the children ExcludeEarlierChildren found, the
+ * same process (its start time)?
+ */
+static bool
+Earlier(pid_t pid)
+{
+	size_t		i;
+
+	for (i = 0; i < n_earlier; i++)
+	{
+		if (earlier[i].pid == pid)
+			return StartTimeOf(pid) == earlier[i].start;
+	}
+	return false;
 }
 
 /*
@@ -340,6 +453,9 @@ ScanChildren(pid_t parent, int parent_fd)
 		while (fscanf(f, "%d", &child) == 1)
 		{
 			if ((pid_t) child == except_pid)
+				continue;
+			/* a child dlock-run had before the command is not the command's */
+			if (parent == (root_pid > 0 ? root_pid : getpid()) && Earlier((pid_t) child))
 				continue;
 			if (!Known((pid_t) child) && Adopt((pid_t) child, parent, parent_fd) != GONE)
 				added++;

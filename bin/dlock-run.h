@@ -215,12 +215,13 @@ extern int	CountDescendants(void);
 extern int	CountUnreachable(void);
 extern void RaiseFdLimit(void);
 extern void SetDescendantRoot(pid_t root, pid_t except);
+extern void ExcludeEarlierChildren(void);
 extern void DescribeDescendants(pid_t except, bool only_unreachable, char *buf,
 								size_t len);
 
 /* watchdog.c */
 extern bool StartWatchdog(void);
-extern void WatchdogArm(double deadline, double slack, double kill_after);
+extern void WatchdogArm(double deadline, double slack, int signo, double kill_after);
 extern void WatchdogSuspend(bool suspended);
 
 /* conn.c */
@@ -262,6 +263,7 @@ extern void FatalError(const char *msg) __attribute__((noreturn));
 extern void HintEscapes(void);
 extern double DeadlineMargin(void);
 extern void PublishDeadline(void);
+extern void PublishKill(void);
 extern bool StartCommand(void);
 extern void Supervise(void);
 

@@ -181,7 +181,6 @@ Acquire(void)
 	PQclear(res);
 	lease.held = true;
 	lease.deadline = sent + ttl_secs - DeadlineMargin();
-	PublishDeadline();
 	lease.next_renew = sent + renew_secs;
 	Verbose("acquired the lease on \"%s\" with token %s", opts.name, lease.token);
 }
@@ -280,7 +279,6 @@ ConfirmLease(void)
 	}
 	if (remaining > 0)
 		lease.deadline = sent + remaining - DeadlineMargin();
-	PublishDeadline();
 	lease.next_renew = sent + renew_secs;
 }
 
@@ -404,6 +402,7 @@ main(int argc, char **argv)
 	if (!SetUpSignals())
 		Fatal("could not create pipe");
 	ParseOptions(argc, argv);
+	ExcludeEarlierChildren();
 	if (!StartWatchdog())
 		Verbose("could not start the watchdog (%s): a stop of dlock-run alone leaves the command unsupervised",
 				strerror(errno));
@@ -428,6 +427,8 @@ main(int argc, char **argv)
 		Now() - acquire_sent > DeadlineMargin())
 		ConfirmLease();
 
+	/* the deadline is confirmed now (a long wait may have used it up) */
+	PublishDeadline();
 	if (!StartCommand())
 		GiveUpBeforeStart(EXIT_OSERR);
 	Supervise();

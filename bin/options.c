@@ -222,6 +222,12 @@ ParseOptions(int argc, char **argv)
 				opts.lost_signal = ParseSignal(optarg);
 				if (opts.lost_signal < 0)
 					UsageError("invalid value \"%s\" for option -s/--signal: not a signal", optarg);
+				/* the lease-lost signal must end the command by default */
+				if (opts.lost_signal == SIGSTOP || IsStopSignal(opts.lost_signal) ||
+					opts.lost_signal == SIGCONT || opts.lost_signal == SIGCHLD ||
+					opts.lost_signal == SIGURG || opts.lost_signal == SIGWINCH)
+					UsageError("invalid value \"%s\" for option -s/--signal: it does not end a process",
+							   optarg);
 				break;
 			case 'k':
 				opts.kill_after = optarg;

@@ -297,7 +297,22 @@ DeadlineMargin(void)
 void
 PublishDeadline(void)
 {
-	WatchdogArm(lease.deadline, DeadlineMargin() / 4.0, kill_secs);
+	WatchdogArm(lease.deadline, DeadlineMargin() / 4.0, opts.lost_signal, kill_secs);
+}
+
+/*
+ * PublishKill: dlock-run has sent --signal (StopCommand); what is left for
+ * the watchdog is the SIGKILL at kill_at (and, while the lease is held,
+ * the deadline), if dlock-run stalls before it.
+ */
+void
+PublishKill(void)
+{
+	double		due = kill_at >= 0 && !killed ? kill_at : NO_DEADLINE;
+
+	if (lease.held)
+		due = due == NO_DEADLINE ? lease.deadline : Earliest(due, lease.deadline);
+	WatchdogArm(due, DeadlineMargin() / 4.0, SIGKILL, 0);
 }
 
 /*
@@ -373,6 +388,7 @@ StopCommand(void)
 	StopEverything(opts.lost_signal);
 	if (kill_at < 0 && kill_secs > 0)
 		kill_at = Now() + kill_secs;
+	PublishKill();
 }
 
 /*
@@ -699,6 +715,7 @@ KillLeftovers(double now)
 	}
 	(void) SignalDescendants(SIGKILL);
 	killed = true;
+	PublishKill();
 }
 
 /*
@@ -757,5 +774,5 @@ Supervise(void)
 	supervising = false;
 	abandon_queries = false;
 	/* the command has ended: nothing left to watch */
-	WatchdogArm(NO_DEADLINE, 0, 0);
+	WatchdogArm(NO_DEADLINE, 0, SIGKILL, 0);
 }

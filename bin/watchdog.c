@@ -60,7 +60,6 @@ typedef struct WatchdogState
 } WatchdogState;
 
 static WatchdogState *state = NULL;
-static pid_t watchdog_pid = 0;
 
 /*
  * Get, Put: one field, whole (the generic atomics work for doubles too).
@@ -87,12 +86,26 @@ ParentGone(int fd, pid_t parent, double secs)
 }
 
 /*
- * StopTheCommand: dlock-run did not act at the deadline: --signal (and
- * SIGCONT) to every descendant of dlock-run, then SIGKILL --kill-after
- * later to whatever still runs, unless dlock-run ends first.
+ * Rearmed: has dlock-run published another deadline than acted_on since?
  */
-static void
-StopTheCommand(int fd, pid_t parent)
+static bool
+Rearmed(double acted_on)
+{
+	double		deadline;
+
+	Get(deadline, &deadline);
+	return deadline != acted_on;
+}
+
+/*
+ * StopTheCommand: dlock-run did not act by the deadline it published
+ * (acted_on): the signal it asked for (and SIGCONT) to every descendant of
+ * dlock-run, then SIGKILL kill_after later to whatever still runs, unless
+ * dlock-run ends or publishes another deadline first.  False if there was
+ * nothing to signal (the watchdog goes on watching).
+ */
+static bool
+StopTheCommand(int fd, pid_t parent, double acted_on)
 {
 	int			signo;
 	double		kill_after;
@@ -102,19 +115,22 @@ StopTheCommand(int fd, pid_t parent)
 	Get(lost_signal, &signo);
 	Get(kill_after, &kill_after);
 	n = SignalDescendants(signo);
-
+	if (n == 0)
+		return false;
 	if (signo != SIGKILL && signo != SIGCONT)
 		(void) SignalDescendants(SIGCONT);
-	Log("warning", "dlock-run did not renew or stop the command by the lease's deadline "
-		"(it is stopped, traced or stuck): its watchdog sent %s to %d process%s of the command",
+	Log("warning", "dlock-run did not act by its deadline (it is stopped, traced or stuck): "
+		"its watchdog sent %s to %d process%s of the command",
 		SignalNameOf(signo), n, n == 1 ? "" : "es");
 	if (kill_after <= 0 || signo == SIGKILL)
-		return;
+		return true;
 	kill_at = Now() + kill_after;
 	while (Now() < kill_at)
 	{
 		if (ParentGone(fd, parent, kill_at - Now()))
 			_exit(0);
+		if (Rearmed(acted_on))
+			return true;		/* dlock-run runs again and acts itself */
 	}
 	if (CountDescendants() > 0)
 	{
@@ -122,15 +138,17 @@ StopTheCommand(int fd, pid_t parent)
 		Log("warning", "processes of the command still ran %g s after %s: the watchdog sent SIGKILL to %d",
 			kill_after, SignalNameOf(signo), n);
 	}
+	return true;
 }
 
 /*
- * WatchdogMain: the watchdog's loop (see the file's header).
+ * WatchdogMain: the watchdog's loop (see the file's header).  Once it has
+ * acted on a deadline it waits for dlock-run to publish another one.
  */
 static void
 WatchdogMain(int fd, pid_t parent)
 {
-	bool		acted = false;
+	double		acted_on = NO_DEADLINE;
 
 	for (;;)
 	{
@@ -144,14 +162,17 @@ WatchdogMain(int fd, pid_t parent)
 		Get(slack, &slack);
 		Get(suspended, &suspended);
 		due = deadline + slack;
-		if (acted || deadline == NO_DEADLINE || suspended || now < due)
+		if (deadline == NO_DEADLINE || deadline == acted_on || suspended || now < due)
 		{
-			if (ParentGone(fd, parent, acted || deadline == NO_DEADLINE ? 1.0 : due - now))
+			if (ParentGone(fd, parent,
+						   deadline == NO_DEADLINE || deadline == acted_on || suspended ? 1.0 : due - now))
 				_exit(0);
 			continue;
 		}
-		StopTheCommand(fd, parent);
-		acted = true;
+		if (StopTheCommand(fd, parent, deadline))
+			acted_on = deadline;
+		else if (ParentGone(fd, parent, 0.1))
+			_exit(0);
 	}
 }
 
@@ -202,7 +223,6 @@ StartWatchdog(void)
 	state = page;
 	state->deadline = NO_DEADLINE;
 	state->lost_signal = SIGTERM;
-	(void) watchdog_pid;
 	if (pipe(pipefd) != 0)
 	{
 		(void) munmap(page, sizeof(WatchdogState));
@@ -251,21 +271,18 @@ StartWatchdog(void)
 	}
 	/* dlock-run's end: closed by exit (and by exec in the command) */
 	(void) fcntl(pipefd[1], F_SETFD, FD_CLOEXEC);
-	watchdog_pid = pid;
 	SetDescendantRoot(parent, pid);
 	return true;
 }
 
 /*
- * WatchdogArm: the lease's local deadline is now deadline (NO_DEADLINE:
- * nothing to watch); the watchdog acts slack after it, with --signal and
- * SIGKILL kill_after later (0: never).
+ * WatchdogArm: dlock-run will act by deadline (NO_DEADLINE: nothing to
+ * watch); if it has not, slack later the watchdog sends every descendant
+ * signo (and SIGCONT), then SIGKILL kill_after later (0: never).
  */
 void
-WatchdogArm(double deadline, double slack, double kill_after)
+WatchdogArm(double deadline, double slack, int signo, double kill_after)
 {
-	int			signo = opts.lost_signal;
-
 	if (state == NULL)
 		return;
 	Put(lost_signal, &signo);

@@ -538,6 +538,43 @@ else
 	not_ok "dlock-run stopped alone: the watchdog ends with dlock-run" "watchdog pid: '${watcher}'"
 fi
 
+# The lease lost while dlock-run runs: dlock-run stops the command itself;
+# its watchdog does not signal a second time nor claim a stall.
+printf '%s\n' '#!/bin/bash' 'trap '"'"'echo TERM >>"$1.terms"; exit 1'"'"' TERM' \
+	'echo $$ >"$1"' 'while :; do sleep 0.1; done' >"$work/once.sh"
+chmod +x "$work/once.sh"
+start_bg "$work/once.out" "$work/once.err" "$RUN" --name once --ttl 3s -k 5s -- "$work/once.sh" "$work/once.pid"
+p=$bg
+await "$work/once.pid" 10
+steal once
+reap "$p"
+is "$rc|$(cat "$work/once.pid.terms" 2>/dev/null | wc -l)" "70|1" \
+	"a lease lost while dlock-run runs: exit 70, the command gets --signal once"
+if grep -q 'watchdog' "$work/once.err"; then
+	not_ok "a lease lost while dlock-run runs: the watchdog stays quiet" "$(cat "$work/once.err")"
+else
+	ok "a lease lost while dlock-run runs: the watchdog stays quiet"
+fi
+
+# An exec'd dlock-run inherits a child of the shell it replaced: that child
+# is not the command's, and is neither waited for nor signalled.
+sh -c 'sleep 6 & echo $! >"$0"; exec "$1" --name earlier --ttl 3s -- true' "$work/earlier.pid" "$RUN" \
+	2>"$work/earlier.err"
+rc=$?
+if [ "$rc" -eq 0 ] && alive "$(cat "$work/earlier.pid")" && ! grep -q 'left processes running' "$work/earlier.err"; then
+	ok "an exec'd dlock-run leaves the children it inherited alone"
+else
+	not_ok "an exec'd dlock-run leaves the children it inherited alone" "rc $rc" "$(cat "$work/earlier.err")"
+fi
+kill "$(cat "$work/earlier.pid")" 2>/dev/null
+
+# A lease-lost signal that ends nothing is refused; so are too few
+# descriptors to find the command's processes with.
+"$RUN" --name badsig -s STOP --ttl 3s -- true 2>"$work/badsig.err"
+is "$?" 64 "--signal STOP is refused (usage error): it does not end a process"
+(ulimit -n 10; "$RUN" --name fewfds --ttl 3s -- true 2>"$work/fewfds.err")
+is "$?" 71 "ulimit -n 10: refused, exit 71 (too few descriptors to find the command's processes)"
+
 # Database unreachable for longer than the TTL.
 start_bg "$work/down.out" "$work/down.err" \
 	"$RUN" --name down --ttl 2s -- sh -c 'echo $$ >"$0"; exec sleep 30' "$work/down.pid"
