@@ -573,7 +573,7 @@ kill "$(cat "$work/earlier.pid")" 2>/dev/null
 "$RUN" --name badsig -s STOP --ttl 3s -- true 2>"$work/badsig.err"
 is "$?" 64 "--signal STOP is refused (usage error): it does not end a process"
 (ulimit -n 10; "$RUN" --name fewfds --ttl 3s -- true 2>"$work/fewfds.err")
-is "$?" 71 "ulimit -n 10: refused, exit 71 (too few descriptors to find the command's processes)"
+is "$?" 71 "ulimit -n 10: refused, exit 71 (too few descriptors to find the command's processes, fewer than 20)"
 
 # Database unreachable for longer than the TTL.
 start_bg "$work/down.out" "$work/down.err" \
