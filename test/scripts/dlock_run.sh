@@ -538,9 +538,11 @@ else
 	not_ok "dlock-run stopped alone: the watchdog ends with dlock-run" "watchdog pid: '${watcher}'"
 fi
 
-# The lease lost while dlock-run runs: dlock-run stops the command itself;
-# its watchdog does not signal a second time nor claim a stall.
-printf '%s\n' '#!/bin/bash' 'trap '"'"'echo TERM >>"$1.terms"; exit 1'"'"' TERM' \
+# The lease lost while dlock-run runs: dlock-run stops the command itself
+# (which ignores --signal here, so SIGKILL ends it --kill-after later, past
+# the lease's old deadline); its watchdog does not signal a second time nor
+# claim a stall.
+printf '%s\n' '#!/bin/bash' 'trap '"'"'echo TERM >>"$1.terms"'"'"' TERM' \
 	'echo $$ >"$1"' 'while :; do sleep 0.1; done' >"$work/once.sh"
 chmod +x "$work/once.sh"
 start_bg "$work/once.out" "$work/once.err" "$RUN" --name once --ttl 3s -k 5s -- "$work/once.sh" "$work/once.pid"
