@@ -18,7 +18,12 @@
 -- (row triggers fire only on the table that holds the row).  A partitioned
 -- table fences a write only if every partition under it does (a write
 -- through it fires the triggers of the partition that takes the row): its
--- not_fencing names each partition that does not, at any depth.  A
+-- not_fencing names each partition that does not, at any depth.  So does
+-- a table with inheritance children for UPDATE and DELETE, which reach
+-- the rows of its descendants and fire only their own row triggers
+-- (row triggers are not inherited): its update and delete are true only
+-- if every descendant, at any depth, fences them, and its not_fencing
+-- names each one that does not (an INSERT writes the parent alone).  A
 -- TRUNCATE fires only the truncate triggers of the tables it empties: each
 -- partition or inheritance child of a table with a fencing truncate
 -- trigger needs one of its own, and a partitioned table fences TRUNCATE
@@ -134,52 +139,76 @@ CREATE OR REPLACE VIEW @extschema@.dlock_fenced_tables AS
 		  LEFT JOIN trig AS t ON t.tgrelid OPERATOR(pg_catalog.=) r.relid
 		 GROUP BY r.relid
 	), part AS (
-		-- Each partition, at any depth, of a partitioned table in the view.
-		SELECT d.ancestor, o.*, c.relkind
+		-- Each partition, at any depth, of a partitioned table in the view,
+		-- and each inheritance descendant, at any depth, of any other table
+		-- in it: an UPDATE or a DELETE of the parent reaches the rows of
+		-- its descendants and fires only their row triggers (an INSERT
+		-- writes the parent alone, and a TRUNCATE of it fires its own
+		-- truncate triggers).  kind names it in not_fencing.
+		SELECT d.ancestor, o.*, c.relkind,
+			   CASE WHEN c.relispartition THEN 'partition ' ELSE 'inheritance child ' END AS kind
 		  FROM descendant AS d
-		  JOIN pg_catalog.pg_class AS c ON c.oid OPERATOR(pg_catalog.=) d.relid AND c.relispartition
+		  JOIN pg_catalog.pg_class AS c ON c.oid OPERATOR(pg_catalog.=) d.relid
 		  JOIN own AS o ON o.relid OPERATOR(pg_catalog.=) d.relid
-		 WHERE (SELECT a.relkind FROM pg_catalog.pg_class AS a WHERE a.oid OPERATOR(pg_catalog.=) d.ancestor) OPERATOR(pg_catalog.=) 'p'
+		 WHERE c.relispartition OPERATOR(pg_catalog.=)
+			   ((SELECT a.relkind FROM pg_catalog.pg_class AS a WHERE a.oid OPERATOR(pg_catalog.=) d.ancestor) OPERATOR(pg_catalog.=) 'p')
 	)
 	SELECT o.relid::pg_catalog.regclass AS "table",
-		   o.ins AND COALESCE(pg_catalog.bool_and(p.ins) FILTER (WHERE p.relkind OPERATOR(pg_catalog.<>) 'p'), true) AS "insert",
+		   o.ins AND COALESCE(pg_catalog.bool_and(p.ins) FILTER (WHERE p.relkind OPERATOR(pg_catalog.<>) 'p'
+																AND p.kind OPERATOR(pg_catalog.=) 'partition '), true) AS "insert",
 		   o.upd AND COALESCE(pg_catalog.bool_and(p.upd) FILTER (WHERE p.relkind OPERATOR(pg_catalog.<>) 'p'), true) AS "update",
 		   o.del AND COALESCE(pg_catalog.bool_and(p.del) FILTER (WHERE p.relkind OPERATOR(pg_catalog.<>) 'p'), true) AS "delete",
-		   o.trunc AND COALESCE(pg_catalog.bool_and(p.trunc), true) AS "truncate",
+		   o.trunc AND COALESCE(pg_catalog.bool_and(p.trunc) FILTER (WHERE p.kind OPERATOR(pg_catalog.=) 'partition '), true) AS "truncate",
 		   o.triggers,
 		   o.not_fencing OPERATOR(pg_catalog.||) COALESCE((
 			   SELECT pg_catalog.array_agg(x.reason ORDER BY x.partition, x.reason)
 				 FROM (SELECT q.relid::pg_catalog.regclass::pg_catalog.text AS partition,
-							  'partition ' OPERATOR(pg_catalog.||) q.relid::pg_catalog.regclass::pg_catalog.text
+							  q.kind OPERATOR(pg_catalog.||) q.relid::pg_catalog.regclass::pg_catalog.text
 							  OPERATOR(pg_catalog.||) ': ' OPERATOR(pg_catalog.||) b.b AS reason
 						 FROM part AS q CROSS JOIN LATERAL pg_catalog.unnest(q.bad) AS b(b)
 						WHERE q.ancestor OPERATOR(pg_catalog.=) o.relid
+						  AND (q.kind OPERATOR(pg_catalog.=) 'partition ' OR o.upd OR o.del)
 					   UNION ALL
 					   SELECT q.relid::pg_catalog.regclass::pg_catalog.text,
-							  'partition ' OPERATOR(pg_catalog.||) q.relid::pg_catalog.regclass::pg_catalog.text
+							  q.kind OPERATOR(pg_catalog.||) q.relid::pg_catalog.regclass::pg_catalog.text
 							  OPERATOR(pg_catalog.||) ': no fencing trigger'
 						 FROM part AS q
 						WHERE q.ancestor OPERATOR(pg_catalog.=) o.relid AND q.bad IS NULL
 						  AND q.relkind OPERATOR(pg_catalog.<>) 'p' AND q.triggers OPERATOR(pg_catalog.=) '{}'
+						  AND (q.kind OPERATOR(pg_catalog.=) 'partition ' OR o.upd OR o.del)
+					   UNION ALL
+					   -- an inheritance child whose own fencing triggers leave
+					   -- out UPDATE or DELETE, which the parent fences
+					   SELECT q.relid::pg_catalog.regclass::pg_catalog.text,
+							  q.kind OPERATOR(pg_catalog.||) q.relid::pg_catalog.regclass::pg_catalog.text
+							  OPERATOR(pg_catalog.||) ': no fencing trigger for '
+							  OPERATOR(pg_catalog.||) CASE WHEN NOT (o.del AND NOT q.del) THEN 'UPDATE'
+														   WHEN NOT (o.upd AND NOT q.upd) THEN 'DELETE'
+														   ELSE 'UPDATE and DELETE' END
+						 FROM part AS q
+						WHERE q.ancestor OPERATOR(pg_catalog.=) o.relid AND q.kind OPERATOR(pg_catalog.=) 'inheritance child '
+						  AND q.triggers OPERATOR(pg_catalog.<>) '{}'
+						  AND ((o.upd AND NOT q.upd) OR (o.del AND NOT q.del))
 					   UNION ALL
 					   SELECT q.relid::pg_catalog.regclass::pg_catalog.text,
 							  'partition ' OPERATOR(pg_catalog.||) q.relid::pg_catalog.regclass::pg_catalog.text
 							  OPERATOR(pg_catalog.||) ': no fencing truncate trigger'
 						 FROM part AS q
-						WHERE q.ancestor OPERATOR(pg_catalog.=) o.relid AND o.trunc AND NOT q.trunc) AS x),
+						WHERE q.ancestor OPERATOR(pg_catalog.=) o.relid AND q.kind OPERATOR(pg_catalog.=) 'partition '
+						  AND o.trunc AND NOT q.trunc) AS x),
 			   '{}'::pg_catalog.text[]) AS not_fencing
 	  FROM own AS o
 	  LEFT JOIN part AS p ON p.ancestor OPERATOR(pg_catalog.=) o.relid
 	 GROUP BY o.relid, o.ins, o.upd, o.del, o.trunc, o.triggers, o.not_fencing;
 COMMENT ON VIEW @extschema@.dlock_fenced_tables IS
-	'every table with a dlock_fence trigger or an inheritance ancestor that has one, which writes its fencing triggers fence (for a partitioned table: those that every partition under it fences), and why any other does not fence';
+	'every table with a dlock_fence trigger or an inheritance ancestor that has one, which writes its fencing triggers fence (for a partitioned table: those that every partition under it fences; for an inheritance parent, UPDATE and DELETE only if every descendant fences them), and why any other does not fence';
 COMMENT ON COLUMN @extschema@.dlock_fenced_tables."table" IS 'the table (a partition has triggers of its own, cloned from its parent; an inheritance child needs its own)';
 COMMENT ON COLUMN @extschema@.dlock_fenced_tables."insert" IS 'a fencing BEFORE INSERT row trigger fences INSERT, COPY FROM and the insert of an upsert or MERGE';
-COMMENT ON COLUMN @extschema@.dlock_fenced_tables."update" IS 'a fencing BEFORE UPDATE row trigger fences UPDATE, ON CONFLICT DO UPDATE and MERGE ... THEN UPDATE';
-COMMENT ON COLUMN @extschema@.dlock_fenced_tables."delete" IS 'a fencing BEFORE DELETE row trigger fences DELETE and MERGE ... THEN DELETE; false for triggers created the 1.0 way';
+COMMENT ON COLUMN @extschema@.dlock_fenced_tables."update" IS 'a fencing BEFORE UPDATE row trigger fences UPDATE, ON CONFLICT DO UPDATE and MERGE ... THEN UPDATE; for a partitioned table or an inheritance parent, only if every partition or inheritance descendant under it fences UPDATE too (an UPDATE of the parent reaches their rows and fires only their row triggers)';
+COMMENT ON COLUMN @extschema@.dlock_fenced_tables."delete" IS 'a fencing BEFORE DELETE row trigger fences DELETE and MERGE ... THEN DELETE; false for triggers created the 1.0 way; for a partitioned table or an inheritance parent, only if every partition or inheritance descendant under it fences DELETE too';
 COMMENT ON COLUMN @extschema@.dlock_fenced_tables."truncate" IS 'a fencing BEFORE TRUNCATE statement trigger fences TRUNCATE; for a partitioned table, only if every partition under it has one of its own too (a TRUNCATE of a partition fires only its own triggers)';
 COMMENT ON COLUMN @extschema@.dlock_fenced_tables.triggers IS 'the fencing dlock_fence triggers of the table: enabled in origin mode or ALWAYS, with no column list and no WHEN condition';
-COMMENT ON COLUMN @extschema@.dlock_fenced_tables.not_fencing IS 'each dlock_fence trigger of the table that fences nothing, as "trigger: reason" (disabled, replica only, not BEFORE, column list, WHEN condition, a token column that cannot hold every token); for an inheritance child or a partition with no fencing trigger, that reason; for a partitioned table, each partition under it that does not fence, as "partition p: trigger reason"; for a partition or inheritance child of a table with a fencing truncate trigger, none of its own, as "no fencing truncate trigger of its own (...)", and for its partitioned ancestors "partition p: no fencing truncate trigger"; empty if none';
+COMMENT ON COLUMN @extschema@.dlock_fenced_tables.not_fencing IS 'each dlock_fence trigger of the table that fences nothing, as "trigger: reason" (disabled, replica only, not BEFORE, column list, WHEN condition, a token column that cannot hold every token); for an inheritance child or a partition with no fencing trigger, that reason; for a partitioned table, each partition under it that does not fence, as "partition p: trigger reason", and for a table with inheritance children each descendant that does not fence UPDATE or DELETE, as "inheritance child c: reason"; for a partition or inheritance child of a table with a fencing truncate trigger, none of its own, as "no fencing truncate trigger of its own (...)", and for its partitioned ancestors "partition p: no fencing truncate trigger"; empty if none';
 GRANT SELECT ON @extschema@.dlock_fenced_tables TO PUBLIC;
 
 -- The event trigger: a WARNING for DDL that makes a dlock_fence trigger
@@ -338,7 +367,7 @@ BEGIN
 		LOOP
 			RAISE WARNING 'table "%" inherits from "%", whose dlock_fence trigger does not fence it', t.child, t.parent
 				USING ERRCODE = '01000',
-					  DETAIL = 'Row triggers fire only on the table that holds the row.',
+					  DETAIL = pg_catalog.format('Row triggers fire only on the table that holds the row, so an UPDATE or DELETE of "%s" does not fence the rows of "%s".', t.parent, t.child),
 					  HINT = pg_catalog.format('Create a dlock_fence trigger on table "%s" too.', t.child);
 		END LOOP;
 
