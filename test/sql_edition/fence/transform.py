@@ -10,7 +10,7 @@
 #
 # regress: the same rewriting of the test file and of its expected output
 # (pg_regress echoes every input line, so both carry the same lines):
-#   DROP EXTENSION dlock;    ->  \ir sql/dlock_sql_drop.psql
+#   DROP EXTENSION [IF EXISTS] dlock;  ->  \ir sql/dlock_sql_drop.psql
 #   CREATE EXTENSION dlock;  ->  \ir sql/dlock_sql_create.psql
 #   INSERT INTO dlock_epoch ... ; (the C edition's token pin)
 #                            ->  \ir sql/dlock_sql_pin.psql
@@ -66,7 +66,7 @@ def rewrite(lines, expected):
             else:
                 out.append("")
             i = j + 1
-        elif line == "DROP EXTENSION dlock;":
+        elif line in ("DROP EXTENSION dlock;", "DROP EXTENSION IF EXISTS dlock;"):
             out += include("dlock_sql_drop", expected)
             i += 1
         elif line == "CREATE EXTENSION dlock;":
@@ -197,6 +197,86 @@ def copies(c_script, sql_file):
     return ok
 
 
+def spec_steps(text):
+    """A spec's steps, name -> (session, SQL as the isolation tester prints
+    it: the text between the braces without leading and trailing blanks),
+    and its permutations, each a list of step names."""
+    text = re.sub(r"#[^\n]*", "", text)
+    steps = {}
+    session = None
+    for m in re.finditer(r"(?m)^\s*(session\s+(\S+)|step\s+(\S+)\s*\{([^}]*)\})", text):
+        if m.group(2):
+            session = m.group(2)
+        else:
+            steps[m.group(3).strip('"')] = (session, m.group(4).strip(" \t\r\f"))
+    perms = []
+    for m in re.finditer(r"(?m)^\s*permutation\b((?:\s+(?!permutation\b)\S+)*)", text):
+        perms.append([re.sub(r"\(.*\)$", "", w).strip('"') for w in m.group(1).split()])
+    return steps, perms
+
+
+def shown_waiting(spec_text, expected, perm, name, occurrence):
+    """The expected output with the occurrence-th run of step name in
+    permutation perm (from 1) seen by the isolation tester as waiting: its
+    header ends in <waiting ...>, and its result comes as "<... completed>"
+    where the tester looks again: after the next step's output (and after
+    the completions of steps that were waiting before it), or before the
+    next step when that is of the same session, or at the end."""
+    steps, perms = spec_steps(spec_text)
+    session, sql = steps[name]
+    order = perms[perm - 1]
+    at = [i for i, s in enumerate(order) if s == name][occurrence - 1]
+    nxt = order[at + 1] if at + 1 < len(order) else None
+    parts = expected.split("\nstarting permutation: ")
+    block = parts[perm].split("\n")
+    header = "step %s: %s" % (name, sql)
+    hlines = header.split("\n")
+    n = len(hlines)
+    starts = [i for i in range(len(block)) if block[i:i + n] == hlines
+              and (i + n >= len(block) or not block[i + n].startswith(" <waiting"))]
+    i = starts[occurrence - 1]
+
+    def end_of(j):
+        while j < len(block) and not block[j].startswith("step "):
+            j += 1
+        return j
+    out_end = end_of(i + n)
+    result = block[i + n:out_end]
+    waiting = hlines[:-1] + [hlines[-1] + " <waiting ...>"]
+    rest = block[out_end:]
+    if nxt is not None and steps[nxt][0] != session:
+        # The next step's own lines, then completions printed with it.
+        k = len(("step %s: %s" % (nxt, steps[nxt][1])).split("\n"))
+        k = end_of(k)
+        while k < len(rest) and rest[k].startswith("step ") and rest[k].endswith(": <... completed>"):
+            k = end_of(k + 1)
+        rest = rest[:k] + ["step %s: <... completed>" % name] + result + rest[k:]
+    else:
+        rest = ["step %s: <... completed>" % name] + result + rest
+    parts[perm] = "\n".join(block[:i] + waiting + rest)
+    return "\nstarting permutation: ".join(parts)
+
+
+def alternatives(spec, expected, outdir, spots):
+    """NAME_1.out, NAME_2.out, ...: one alternative expected output per
+    spot (permutation, step, occurrence), which pg_isolation_regress
+    accepts as well as NAME.out."""
+    assert len(spots) <= 9, "pg_regress reads at most nine alternatives"
+    name = os.path.basename(expected)[:-len(".out")]
+    with open(spec) as f:
+        spec_text = f.read()
+    with open(expected) as f:
+        text = f.read()
+    for k, (perm, step, occurrence) in enumerate(spots, 1):
+        try:
+            alt = shown_waiting(spec_text, text, perm, step, occurrence)
+        except (IndexError, KeyError):
+            sys.exit("differences.py: %s: MAY_WAIT's step %s (permutation %d, run %d) is not in the output"
+                     % (name, step, perm, occurrence))
+        with open(os.path.join(outdir, "%s_%d.out" % (name, k)), "w") as f:
+            f.write(alt)
+
+
 # DROP EXTENSION, for an edition installed into public: every object whose
 # name starts with dlock_, and the event trigger.
 DROP = """DO $drop$
@@ -262,6 +342,13 @@ if __name__ == "__main__":
             text = text.replace(old, new)
         with open(sys.argv[3], "w") as f:
             f.write(text)
+    elif sys.argv[1] == "isolation-alternatives":
+        # SPEC EXPECTED OUTDIR [PERM:STEP:RUN ...]: differences.MAY_WAIT's
+        # spots of the spec, or those given.
+        name = os.path.basename(sys.argv[3])[:-len(".out")]
+        spots = [(int(a.split(":")[0]), a.split(":")[1], int(a.split(":")[2])) for a in sys.argv[5:]] \
+            or getattr(differences, "MAY_WAIT", {}).get(name, [])
+        alternatives(sys.argv[2], sys.argv[3], sys.argv[4], spots)
     elif sys.argv[1] == "installer":
         sys.stdout.write(installer(*sys.argv[2:4]))
     elif sys.argv[1] == "event-trigger":

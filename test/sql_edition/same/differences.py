@@ -72,6 +72,17 @@ REWRITE = {
         # PL/pgSQL's CONTEXT lines (docs/editions.md, "error context").
         ("SELECT dlock_cleanup(NULL);", "\\set SHOW_CONTEXT never\nSELECT dlock_cleanup(NULL);"),
     ],
+    "stats": [
+        # PL/pgSQL's CONTEXT lines (docs/editions.md, "error context").
+        ("SELECT dlock_stats_reset('');", "\\set SHOW_CONTEXT never\nSELECT dlock_stats_reset('');"),
+    ],
+    "lease_delays": [
+        # The GUC dlock.lock_delay is the settings table's lock_delay
+        # (docs/editions.md, "settings" and "minimum hold and lock-delay:
+        # where they are kept").
+        ("SET dlock.lock_delay = '86401s';", "UPDATE dlock_sql_settings SET lock_delay = '86401s';"),
+        ("RESET dlock.lock_delay;", "UPDATE dlock_sql_settings SET lock_delay = '0';"),
+    ],
     "errors": [
         # A lease's expiry is in dlock_expiry (docs/editions.md, "the lease
         # table's shape").
@@ -108,6 +119,22 @@ EXPECTED = {
          "\n",
          "SELECT dlock_check('held', :held_token) AS check_in_read_only;\n"
          "ERROR:  cannot execute dlock_check() in a read-only transaction\n"),
+    ],
+    "lease_delays": [
+        # docs/editions.md, "lock-delay above the maximum": the hint names
+        # the settings table's max_ttl.
+        ("SELECT dlock_acquire('d', '10 s', lock_delay => '86401 s');\n"
+         "ERROR:  lock_delay exceeds the maximum of 86400 seconds\n"
+         "HINT:  The maximum is set by \"dlock.max_ttl\".\n",
+         "SELECT dlock_acquire('d', '10 s', lock_delay => '86401 s');\n"
+         "ERROR:  lock_delay exceeds the maximum of 86400 seconds\n"
+         "HINT:  The maximum is set by the column max_ttl of the table dlock_sql_settings.\n"),
+        ("SELECT dlock_acquire('d', '10 s');\n"
+         "ERROR:  lock_delay exceeds the maximum of 86400 seconds\n"
+         "HINT:  The maximum is set by \"dlock.max_ttl\".\n",
+         "SELECT dlock_acquire('d', '10 s');\n"
+         "ERROR:  lock_delay exceeds the maximum of 86400 seconds\n"
+         "HINT:  The maximum is set by the column max_ttl of the table dlock_sql_settings.\n"),
     ],
     "remaining": [
         # The check protection is a row lock, not an advisory lock: pg_locks
