@@ -95,6 +95,27 @@ REWRITE = {
     ],
 }
 
+# ISOLATION_REWRITE: per spec, (C edition's text, SQL edition's text)
+# replacements made in the spec and in its expected output alike.
+ISOLATION_REWRITE = {
+    "lock_delay": [
+        # A lease's expiry is in dlock_expiry, with its lock-delay
+        # (docs/editions.md, "the lease table's shape", "minimum hold and
+        # lock-delay: where they are kept").
+        ("(SELECT expires_at + lock_delay AS at FROM dlock_lease WHERE name = 'job')",
+         "(SELECT expires_at + lock_delay AS at FROM dlock_expiry WHERE name = 'job')"),
+        # The GUC dlock.lock_delay is the settings table's lock_delay, for
+        # every session (docs/editions.md, "settings"); the last
+        # permutation sets it, and the teardown drops the edition.
+        ("SET dlock.lock_delay = '3s';", "UPDATE dlock_sql_settings SET lock_delay = '3s';"),
+    ],
+    "min_hold": [
+        # The minimum hold is in dlock_expiry (the same rows).
+        ("(SELECT acquired_at + min_hold AS at FROM dlock_lease WHERE name = 'job')",
+         "(SELECT acquired_at + min_hold AS at FROM dlock_lease JOIN dlock_expiry USING (name) WHERE name = 'job')"),
+    ],
+}
+
 EXPECTED = {
     "errors": [
         # docs/editions.md, "ttl above the maximum".
@@ -607,6 +628,29 @@ ISOLATION_EXPECTED = {
          '----+----\n'
          'free|t   \n'
          'held|t   \n'),
+    ],
+}
+
+
+# MAY_WAIT: per spec, the steps (permutation, from 1; step; its run in
+# that permutation, from 1) that wait up to 1 ms in the SQL edition where
+# the C edition does not wait at all (docs/editions.md, "wait => 0 never
+# waits": an acquire behind another transaction's uncommitted first
+# acquire of the name, then NULL).  The isolation tester looks 10 ms after
+# a step starts; on a loaded machine it may find such a step still in its
+# wait and print it as <waiting ...>, its result after the next step.  The
+# answers are the same; the runner writes one alternative expected output
+# per step (NAME_1.out, ... at most nine), which pg_isolation_regress
+# accepts as well.  Two such steps seen waiting in one run still fail.
+MAY_WAIT = {
+    "acquire_race": [
+        (1, "s2_acquire", 1),
+        (2, "s1_acquire", 1),
+        (3, "s2_acquire", 1),
+        (4, "s2_acquire", 1),
+        (4, "s3_acquire", 1),
+        (5, "s2_acquire", 1),
+        (5, "s1_acquire", 1),
     ],
 }
 
