@@ -507,6 +507,43 @@ ISOLATION_EXPECTED = {
          '(3 rows)\n'
          '\n'),
     ],
+    # dlock_revoke(force => true) ends only sessions the installing role
+# may signal, never a superuser's (docs/editions.md, "which sessions
+# dlock_revoke(force => true) ends"): the holder, the test's superuser, is
+# not ended (ended 0); its LOCK waits for the operator's transaction, the
+# revoke for the holder's check protection, and the deadlock detector ends
+# the holder's statement, which waited first; the revoke then goes on.
+    "revoke": [
+        ('step h_stuck: <... completed>\n'
+         'ERROR:  canceling statement due to user request\n'
+         'step op_revoke_force: <... completed>\n',
+         'step h_stuck: <... completed>\n'
+         'ERROR:  deadlock detected\n'
+         'step op_revoke_force: <... completed>\n'),
+        ('-------------+----------+-----\n'
+         '            1|         1|    1\n'
+         '(1 row)\n',
+         '-------------+----------+-----\n'
+         '            1|         1|    0\n'
+         '(1 row)\n'),
+    ],
+    # A waiter for a name whose first acquire has not committed waits for
+# the inserting transaction (the unique index), not in a row lock of
+# dlock's: dlock_waiters does not list it (docs/editions.md,
+# "dlock_waiters"; "Counters, waiters and cleanup").
+    "waiters": [
+        ('\n'
+         'name|kind   |position|backend|role_shown|state |since_known|no_deadline|lease_known\n'
+         '----+-------+--------+-------+----------+------+-----------+-----------+-----------\n'
+         '    |waiting|       1|w2     |t         |active|t          |t          |f          \n'
+         '(1 row)\n'
+         '\n',
+         '\n'
+         'name|kind|position|backend|role_shown|state|since_known|no_deadline|lease_known\n'
+         '----+----+--------+-------+----------+-----+-----------+-----------+-----------\n'
+         '(0 rows)\n'
+         '\n'),
+    ],
     # o_lock_key: the C edition's lock key table, which the SQL edition has
 # not (no advisory locks): the LOCK fails and nothing blocks.
     "wait_bounds_relations": [
@@ -664,6 +701,11 @@ MAY_WAIT = {
         (4, "s3_acquire", 1),
         (5, "s2_acquire", 1),
         (5, "s1_acquire", 1),
+    ],
+    "snapshots": [
+        (4, "rr_acquire", 1),
+        (5, "s2_acquire_a", 1),
+        (5, "s1_acquire_b", 1),
     ],
 }
 
