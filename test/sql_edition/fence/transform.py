@@ -299,7 +299,11 @@ def accepts(spec, expected, result):
         for spot in mine:
             more = set()
             for t in texts:
-                shown = shown_waiting(spec_text, t, spot[0], spot[1], spot[2])
+                try:
+                    shown = shown_waiting(spec_text, t, spot[0], spot[1], spot[2])
+                except (IndexError, KeyError, ValueError):
+                    sys.exit("differences.py: %s: MAY_WAIT's step %s (permutation %d, run %d) is not in the output"
+                             % (name, spot[1], spot[0], spot[2]))
                 more.add(shown)
                 for variant in (spot[3] if len(spot) > 3 else []):
                     block = shown.split(sep)

@@ -702,6 +702,17 @@ MAY_WAIT = {
         (5, "s2_acquire", 1),
         (5, "s1_acquire", 1),
     ],
+    # ... and behind a relation lock on dlock's tables, indexes or counter
+    # (docs/editions.md, the same row; seen twice in one run at load 8).
+    "wait_bounds_relations": [
+        (1, "w_held_0", 1),
+        (4, "w_free_0", 1),
+        (5, "w_free_0", 1),
+        (7, "w_free_0", 1),
+        (9, "w_free_0", 1),
+        (11, "w_free_0", 1),
+        (13, "w_free_0", 1),
+    ],
     "snapshots": [
         (4, "rr_acquire", 1),
         (5, "s2_acquire_a", 1),
