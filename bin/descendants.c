@@ -89,6 +89,8 @@ static size_t n_earlier = 0;
 
 /* pidfds only below this descriptor number (RaiseFdLimit); -1: no limit */
 #define FD_RESERVE	16
+/* the reserve and a few pidfds: with fewer, RaiseFdLimit refuses to run */
+#define FD_MINIMUM	(FD_RESERVE + 4)
 static long pidfd_cap = -1;
 
 /*
@@ -182,13 +184,14 @@ RaiseFdLimit(void)
 
 	/*
 	 * With fewer descriptors than the reserve and a few pidfds need, /proc
-	 * could not be read while descendants are tracked, and a descendant
-	 * that cannot be looked at must never be taken for gone.
+	 * could not be read while descendants are tracked (the reserve would be
+	 * off), and a descendant that cannot be looked at must never be taken
+	 * for gone.
 	 */
-	if (pidfd_cap >= 0 && pidfd_cap < FD_RESERVE)
+	if (rl.rlim_cur != RLIM_INFINITY && rl.rlim_cur < (rlim_t) FD_MINIMUM)
 	{
 		Log("error", "too few file descriptors: dlock-run needs at least %d (ulimit -n is %ld)",
-			2 * FD_RESERVE, (long) rl.rlim_cur);
+			FD_MINIMUM, (long) rl.rlim_cur);
 		exit(EXIT_OSERR);
 	}
 }

@@ -629,6 +629,47 @@ REVOKE ALL ON FUNCTION @extschema@.dlock_sql_extend(pg_catalog.text, pg_catalog.
 COMMENT ON FUNCTION @extschema@.dlock_sql_extend(pg_catalog.text, pg_catalog.int8, pg_catalog.interval, pg_catalog.bool) IS
 	'internal: move the expiry of the unexpired lease of token to now + ttl, counted as a renewal or (by_owner) an owner''s renewal; false if it is not held by token';
 
+-- An owner's renewal by dlock_acquire (owner =>) outside the hand-over:
+-- the expiry row locked without waiting (SKIP LOCKED: a renewal, release
+-- or hand-over of another transaction that has not ended holds it), and
+-- while it is locked, looked at again every poll_interval until deadline,
+-- as the C edition's acquire waits at most wait.  true: renewed; false:
+-- not held by token (any more), the caller takes the usual way; NULL:
+-- still locked at the deadline (busy).  No lock wait, so no exception
+-- block and no subtransaction.
+CREATE FUNCTION @extschema@.dlock_sql_owner_extend(name pg_catalog.text, token pg_catalog.int8,
+	ttl pg_catalog.interval, deadline pg_catalog.timestamptz)
+RETURNS pg_catalog.bool
+LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
+AS $dlock$
+DECLARE
+	poll pg_catalog.interval;
+BEGIN
+	LOOP
+		-- Locked only if still held by token: a busy answer after false
+		-- (40_wait.sql) must not keep a lock on the row.
+		PERFORM FROM @extschema@.dlock_expiry AS e
+		  WHERE e.name = $1 AND e.token = $2
+			AND e.released_at IS NULL AND e.expires_at > pg_catalog.clock_timestamp()
+		  FOR NO KEY UPDATE SKIP LOCKED;
+		IF FOUND THEN
+			RETURN @extschema@.dlock_sql_extend($1, $2, $3, true);
+		ELSIF NOT EXISTS (SELECT FROM @extschema@.dlock_expiry AS e
+						   WHERE e.name = $1 AND e.token = $2
+							 AND e.released_at IS NULL AND e.expires_at > pg_catalog.clock_timestamp()) THEN
+			RETURN false;
+		ELSIF pg_catalog.clock_timestamp() >= $4 THEN
+			RETURN NULL;
+		END IF;
+		poll := coalesce(poll, (SELECT s.poll_interval FROM @extschema@.dlock_sql_settings AS s));
+		PERFORM pg_catalog.pg_sleep(GREATEST(EXTRACT(epoch FROM LEAST(poll, $4 - pg_catalog.clock_timestamp())), 0)::pg_catalog.float8);
+	END LOOP;
+END
+$dlock$;
+REVOKE ALL ON FUNCTION @extschema@.dlock_sql_owner_extend(pg_catalog.text, pg_catalog.int8, pg_catalog.interval, pg_catalog.timestamptz) FROM PUBLIC;
+COMMENT ON FUNCTION @extschema@.dlock_sql_owner_extend(pg_catalog.text, pg_catalog.int8, pg_catalog.interval, pg_catalog.timestamptz) IS
+	'internal: an owner''s renewal by dlock_acquire, waiting for the expiry row at most until deadline (NULL: still locked then; false: not held by token)';
+
 -- Find the lease held by token for a change by its holder: true, or false
 -- (not held by token), or 42501 for a role that may not act for the holder.
 CREATE FUNCTION @extschema@.dlock_sql_holder_call(lock pg_catalog.text, tok pg_catalog.int8, action pg_catalog.text,

@@ -218,6 +218,7 @@ DECLARE
 	max_ttl pg_catalog.int4;
 	busy pg_catalog.bool;
 	delay_over pg_catalog.bool;
+	renewed pg_catalog.bool;
 BEGIN
 	IF $1 IS NULL OR pg_catalog.octet_length($1) NOT BETWEEN 1 AND 255 THEN
 		PERFORM @extschema@.dlock_sql_check_name($1);
@@ -273,9 +274,13 @@ BEGIN
 	r := @extschema@.dlock_sql_look($1, true);
 	IF r.held THEN
 		IF $4 IS NOT NULL AND r.owner = $4 AND @extschema@.dlock_sql_acts_for(caller, r.holder) THEN
-			-- The owner's renewal: only the expiry row, no block.
-			IF @extschema@.dlock_sql_extend($1, r.token, $2, true) THEN
+			-- The owner's renewal: only the expiry row, no block, within wait.
+			renewed := @extschema@.dlock_sql_owner_extend($1, r.token, $2,
+				start + wait_us * '1 microsecond'::pg_catalog.interval);
+			IF renewed THEN
 				RETURN r.token;
+			ELSIF renewed IS NULL THEN
+				RETURN NULL;
 			END IF;
 		ELSIF wait_us = 0 THEN
 			RETURN NULL;

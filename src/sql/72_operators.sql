@@ -221,6 +221,7 @@ DECLARE
 	pins pg_catalog.int4[];
 	rounds pg_catalog.int4 := 0;
 	got pg_catalog.bool;
+	now pg_catalog.timestamptz;
 	l record;
 	e record;
 BEGIN
@@ -269,8 +270,13 @@ BEGIN
 			e.released_at, e.min_hold, e.lock_delay) <= pg_catalog.clock_timestamp() THEN
 		RETURN;
 	END IF;
+	-- Counted as a release, or, past its expiry, as lost (70_stats.sql; the
+	-- C edition's LeaseSetRevoked); a released lease was counted already.
+	now := pg_catalog.clock_timestamp();
 	UPDATE @extschema@.dlock_expiry AS x
-	   SET released_at = coalesce(x.released_at, pg_catalog.clock_timestamp()), min_hold = NULL, lock_delay = NULL
+	   SET released_at = coalesce(x.released_at, now), min_hold = NULL, lock_delay = NULL,
+		   releases = x.releases + CASE WHEN x.released_at IS NULL AND x.expires_at > now THEN 1 ELSE 0 END,
+		   lost = x.lost + CASE WHEN x.released_at IS NULL AND x.expires_at <= now THEN 1 ELSE 0 END
 	 WHERE x.name = $1;
 	revoked_token := l.token;
 	PERFORM @extschema@.dlock_sql_event($1, 'revoked', l.token, l.owner);

@@ -538,9 +538,11 @@ else
 	not_ok "dlock-run stopped alone: the watchdog ends with dlock-run" "watchdog pid: '${watcher}'"
 fi
 
-# The lease lost while dlock-run runs: dlock-run stops the command itself;
-# its watchdog does not signal a second time nor claim a stall.
-printf '%s\n' '#!/bin/bash' 'trap '"'"'echo TERM >>"$1.terms"; exit 1'"'"' TERM' \
+# The lease lost while dlock-run runs: dlock-run stops the command itself
+# (which ignores --signal here, so SIGKILL ends it --kill-after later, past
+# the lease's old deadline); its watchdog does not signal a second time nor
+# claim a stall.
+printf '%s\n' '#!/bin/bash' 'trap '"'"'echo TERM >>"$1.terms"'"'"' TERM' \
 	'echo $$ >"$1"' 'while :; do sleep 0.1; done' >"$work/once.sh"
 chmod +x "$work/once.sh"
 start_bg "$work/once.out" "$work/once.err" "$RUN" --name once --ttl 3s -k 5s -- "$work/once.sh" "$work/once.pid"
@@ -573,7 +575,7 @@ kill "$(cat "$work/earlier.pid")" 2>/dev/null
 "$RUN" --name badsig -s STOP --ttl 3s -- true 2>"$work/badsig.err"
 is "$?" 64 "--signal STOP is refused (usage error): it does not end a process"
 (ulimit -n 10; "$RUN" --name fewfds --ttl 3s -- true 2>"$work/fewfds.err")
-is "$?" 71 "ulimit -n 10: refused, exit 71 (too few descriptors to find the command's processes)"
+is "$?" 71 "ulimit -n 10: refused, exit 71 (too few descriptors to find the command's processes, fewer than 20)"
 
 # Database unreachable for longer than the TTL.
 start_bg "$work/down.out" "$work/down.err" \
