@@ -217,26 +217,35 @@ DECLARE
 	r record;
 	max_ttl pg_catalog.int4;
 	busy pg_catalog.bool;
+	delay_over pg_catalog.bool;
 	renewed pg_catalog.bool;
 BEGIN
 	IF $1 IS NULL OR pg_catalog.octet_length($1) NOT BETWEEN 1 AND 255 THEN
 		PERFORM @extschema@.dlock_sql_check_name($1);
 	END IF;
-	-- One query: the maximum ttl and, for an anonymous try in READ
+	-- One query: the maximum ttl, whether the lock_delay setting exceeds it,
+	-- and, for an anonymous try in READ
 	-- COMMITTED, whether the lease is held (answered only after the checks).
 	SELECT s.max_ttl,
 		   $3 IS NOT NULL AND $3 = '0'::pg_catalog.interval AND $4 IS NULL
 		   AND pg_catalog.current_setting('transaction_isolation') = 'read committed'
 		   AND EXISTS (SELECT FROM @extschema@.dlock_expiry AS e
 					   WHERE e.name = $1 AND e.released_at IS NULL	-- held, or in its lock-delay
-						 AND e.expires_at + coalesce(e.lock_delay, '0'::pg_catalog.interval) > pg_catalog.clock_timestamp())
-	  INTO max_ttl, busy
+						 AND e.expires_at + coalesce(e.lock_delay, '0'::pg_catalog.interval) > pg_catalog.clock_timestamp()),
+		   s.lock_delay > pg_catalog.make_interval(secs => s.max_ttl)
+	  INTO max_ttl, busy, delay_over
 	  FROM @extschema@.dlock_sql_settings AS s;
 	-- A ttl of hours, minutes and seconds within the maximum passes at
 	-- once; any other goes through every check.
 	IF $2 IS NULL OR NOT ($2 > '0'::pg_catalog.interval AND pg_catalog.date_trunc('day', $2) = '0'::pg_catalog.interval
 			AND $2 <= pg_catalog.make_interval(secs => max_ttl)) THEN
 		PERFORM @extschema@.dlock_sql_expiry($2, start);
+	END IF;
+	-- The lock_delay setting above max_ttl: 22023, as the C edition refuses
+	-- dlock.lock_delay (with an owner, dlock_sql_acquire_hold has checked
+	-- it; an anonymous acquire that passes a lock_delay is refused too).
+	IF delay_over AND $4 IS NULL THEN
+		PERFORM @extschema@.dlock_sql_hold_args($2, NULL, NULL);
 	END IF;
 	IF $3 IS NOT NULL AND $3 = '0'::pg_catalog.interval THEN
 		wait_us := 0;

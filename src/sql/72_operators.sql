@@ -22,22 +22,19 @@ DECLARE
 	s record;
 BEGIN
 	SELECT x.max_ttl, x.lock_delay INTO s FROM @extschema@.dlock_sql_settings AS x;
-	IF $2 IS NOT NULL THEN
-		IF NOT pg_catalog.isfinite($2) THEN
-			RAISE EXCEPTION 'min_hold must be finite' USING ERRCODE = '22023';
-		ELSIF @extschema@.dlock_sql_nominal_us($2) < 0 THEN
-			RAISE EXCEPTION 'min_hold must not be negative' USING ERRCODE = '22023';
-		ELSIF @extschema@.dlock_sql_nominal_us($2) > @extschema@.dlock_sql_nominal_us($1) THEN
-			RAISE EXCEPTION 'min_hold must not exceed ttl' USING ERRCODE = '22023';
+	-- The C edition's words (args.c): a duration argument's, then these.
+	IF $2 IS NOT NULL AND @extschema@.dlock_sql_duration_us($2, 'min_hold') > 0 THEN
+		IF @extschema@.dlock_sql_nominal_us($2) > @extschema@.dlock_sql_nominal_us($1) THEN
+			RAISE EXCEPTION 'min_hold must not be longer than ttl' USING ERRCODE = '22023';
 		END IF;
-		min_hold := NULLIF($2, '0'::pg_catalog.interval);
+		min_hold := $2;
 	END IF;
+	IF $3 IS NOT NULL THEN
+		PERFORM @extschema@.dlock_sql_duration_us($3, 'lock_delay');
+	END IF;
+	-- The setting is finite and not negative (its CHECK constraint).
 	lock_delay := coalesce($3, s.lock_delay);
-	IF NOT pg_catalog.isfinite(lock_delay) THEN
-		RAISE EXCEPTION 'lock_delay must be finite' USING ERRCODE = '22023';
-	ELSIF @extschema@.dlock_sql_nominal_us(lock_delay) < 0 THEN
-		RAISE EXCEPTION 'lock_delay must not be negative' USING ERRCODE = '22023';
-	ELSIF @extschema@.dlock_sql_nominal_us(lock_delay) > s.max_ttl::pg_catalog.numeric * 1000000 THEN
+	IF @extschema@.dlock_sql_nominal_us(lock_delay) > s.max_ttl::pg_catalog.numeric * 1000000 THEN
 		RAISE EXCEPTION 'lock_delay exceeds the maximum of % seconds', s.max_ttl USING ERRCODE = '22023',
 			HINT = 'The maximum is set by the column max_ttl of the table dlock_sql_settings.';
 	END IF;
@@ -229,10 +226,9 @@ DECLARE
 	e record;
 BEGIN
 	PERFORM @extschema@.dlock_sql_check_name($1);
-	IF $3 IS NULL OR NOT pg_catalog.isfinite($3) OR @extschema@.dlock_sql_nominal_us($3) < 0 THEN
-		RAISE EXCEPTION 'argument "wait" must be a finite interval that is not negative' USING ERRCODE = '22023';
-	ELSIF $4 IS NULL THEN
-		RAISE EXCEPTION 'argument "force" must not be null' USING ERRCODE = '22023';
+	PERFORM @extschema@.dlock_sql_duration_us($3, 'wait');
+	IF $4 IS NULL THEN
+		RAISE EXCEPTION 'argument "force" must not be null' USING ERRCODE = '22004';
 	END IF;
 	PERFORM @extschema@.dlock_sql_writable('dlock_revoke()');
 	PERFORM @extschema@.dlock_sql_no_prepare();
@@ -253,11 +249,13 @@ BEGIN
 		EXIT WHEN got;
 		pins := @extschema@.dlock_sql_pinners($1);
 		IF NOT $4 OR rounds >= 2 THEN
-			RAISE EXCEPTION 'could not revoke lock "%": its check protection is still held', $1
+			-- The C edition's words (revoke.c); with force, which the C
+			-- edition never gives up, the processes left.
+			RAISE EXCEPTION 'could not revoke lease "%"', $1
 				USING ERRCODE = '55P03',
-					  DETAIL = pg_catalog.format('Processes %s hold it.', pins),
-					  HINT = CASE WHEN $4 THEN 'They could not be ended: the tables'' owner may not signal them, or they did not end in time.'
-								  ELSE 'Wait longer, end them, or revoke with force => true.' END;
+					  DETAIL = 'Other transactions still hold its check protection after the wait.',
+					  HINT = CASE WHEN $4 THEN pg_catalog.format('Processes %s could not be ended: the tables'' owner may not signal them, or they did not end in time.', pins)
+								  ELSE 'Wait longer, or pass force => true to end them.' END;
 		END IF;
 		ended := ARRAY(SELECT DISTINCT p FROM pg_catalog.unnest(ended ||
 			@extschema@.dlock_sql_end_pinners($1, pins, rounds > 0)) AS p ORDER BY p);

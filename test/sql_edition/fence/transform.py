@@ -10,7 +10,7 @@
 #
 # regress: the same rewriting of the test file and of its expected output
 # (pg_regress echoes every input line, so both carry the same lines):
-#   DROP EXTENSION dlock;    ->  \ir sql/dlock_sql_drop.psql
+#   DROP EXTENSION [IF EXISTS] dlock;  ->  \ir sql/dlock_sql_drop.psql
 #   CREATE EXTENSION dlock;  ->  \ir sql/dlock_sql_create.psql
 #   INSERT INTO dlock_epoch ... ; (the C edition's token pin)
 #                            ->  \ir sql/dlock_sql_pin.psql
@@ -66,7 +66,7 @@ def rewrite(lines, expected):
             else:
                 out.append("")
             i = j + 1
-        elif line == "DROP EXTENSION dlock;":
+        elif line in ("DROP EXTENSION dlock;", "DROP EXTENSION IF EXISTS dlock;"):
             out += include("dlock_sql_drop", expected)
             i += 1
         elif line == "CREATE EXTENSION dlock;":
@@ -144,8 +144,22 @@ def isolation(src_spec, out_spec):
     text = text.replace("CREATE EXTENSION dlock;", "CALL dlock_sql_test.install();")
     text = text.replace("DROP EXTENSION dlock;", "CALL dlock_sql_test.uninstall();")
     text = re.sub(r"INSERT INTO dlock_epoch[^;]*;", "CALL dlock_sql_test.pin();", text)
+    text = isolation_rewrite(os.path.basename(src_spec)[:-len(".spec")], text, True)
     with open(out_spec, "w") as f:
         f.write(text)
+
+
+def isolation_rewrite(name, text, spec):
+    """differences.ISOLATION_REWRITE: the same replacement in a spec and in
+    its expected output (which echoes each step's SQL), where the spec
+    reads a C-edition table or setting of another shape; each found exactly
+    once in the spec."""
+    for old, new in getattr(differences, "ISOLATION_REWRITE", {}).get(name, []):
+        if spec and text.count(old) != 1:
+            sys.exit("differences.py: %s: a rewrite's text is found %d times, not once:\n%s"
+                     % (name, text.count(old), old))
+        text = text.replace(old, new)
+    return text
 
 
 def installer(script, pin):
@@ -195,6 +209,131 @@ def copies(c_script, sql_file):
             ok = False
     print("copies: %s" % ("one text" if ok else "DIFFERENT"))
     return ok
+
+
+def spec_steps(text):
+    """A spec's steps, name -> (session, SQL as the isolation tester prints
+    it: the text between the braces without leading and trailing blanks),
+    and its permutations, each a list of step names."""
+    text = re.sub(r"#[^\n]*", "", text)
+    steps = {}
+    session = None
+    for m in re.finditer(r"(?m)^\s*(session\s+(\S+)|step\s+(\S+)\s*\{([^}]*)\})", text):
+        if m.group(2):
+            session = m.group(2)
+        else:
+            steps[m.group(3).strip('"')] = (session, m.group(4).strip(" \t\r\f"))
+    perms = []
+    for m in re.finditer(r"(?m)^\s*permutation\b((?:\s+(?!permutation\b)\S+)*)", text):
+        perms.append([re.sub(r"\(.*\)$", "", w).strip('"') for w in m.group(1).split()])
+    return steps, perms
+
+
+def shown_waiting(spec_text, expected, perm, name, occurrence):
+    """The expected output with the occurrence-th run of step name in
+    permutation perm (from 1) seen by the isolation tester as waiting: its
+    header ends in <waiting ...>, and its result comes as "<... completed>"
+    where the tester looks again: after the next step's output (and after
+    the completions of steps that were waiting before it), or before the
+    next step when that is of the same session, or at the end."""
+    steps, perms = spec_steps(spec_text)
+    session, sql = steps[name]
+    order = perms[perm - 1]
+    at = [i for i, s in enumerate(order) if s == name][occurrence - 1]
+    nxt = order[at + 1] if at + 1 < len(order) else None
+    parts = expected.split("\nstarting permutation: ")
+    block = parts[perm].split("\n")
+    header = "step %s: %s" % (name, sql)
+    hlines = header.split("\n")
+    n = len(hlines)
+    starts = [i for i in range(len(block)) if block[i:i + n] == hlines
+              and (i + n >= len(block) or not block[i + n].startswith(" <waiting"))]
+    i = starts[occurrence - 1]
+
+    def end_of(lines, j):
+        while j < len(lines) and not lines[j].startswith("step "):
+            j += 1
+        return j
+    out_end = end_of(block, i + n)
+    result = block[i + n:out_end]
+    waiting = hlines[:-1] + [hlines[-1] + " <waiting ...>"]
+    rest = block[out_end:]
+    if nxt is not None and steps[nxt][0] != session:
+        # The next step's own lines, then completions printed with it.
+        k = len(("step %s: %s" % (nxt, steps[nxt][1])).split("\n"))
+        k = end_of(rest, k)
+        while k < len(rest) and rest[k].startswith("step ") and rest[k].endswith(": <... completed>"):
+            k = end_of(rest, k + 1)
+        if k == len(rest) and rest and rest[-1] == "":
+            k -= 1  # the newline that ends the permutation's last line
+        rest = rest[:k] + ["step %s: <... completed>" % name] + result + rest[k:]
+    else:
+        rest = ["step %s: <... completed>" % name] + result + rest
+    parts[perm] = "\n".join(block[:i] + waiting + rest)
+    return "\nstarting permutation: ".join(parts)
+
+
+def accepts(spec, expected, result):
+    """Does result differ from expected only where differences.MAY_WAIT
+    allows?  Each permutation of result must be the expected one with any
+    of MAY_WAIT's steps of that permutation shown waiting (any subset, in
+    the spec's order), each with its answer or one of its variants'."""
+    name = os.path.basename(expected)[:-len(".out")]
+    with open(spec) as f:
+        spec_text = f.read()
+    with open(expected) as f:
+        exp = f.read()
+    with open(result) as f:
+        res = f.read()
+    sep = "\nstarting permutation: "
+    res_parts = res.split(sep)
+    exp_parts = exp.split(sep)
+    if len(res_parts) != len(exp_parts):
+        return False
+    spots = getattr(differences, "MAY_WAIT", {}).get(name, [])
+    for perm in range(len(exp_parts)):
+        if res_parts[perm] == exp_parts[perm]:
+            continue
+        mine = [s for s in spots if s[0] == perm]
+        texts = {exp}
+        for spot in mine:
+            more = set()
+            for t in texts:
+                try:
+                    shown = shown_waiting(spec_text, t, spot[0], spot[1], spot[2])
+                except (IndexError, KeyError, ValueError):
+                    sys.exit("differences.py: %s: MAY_WAIT's step %s (permutation %d, run %d) is not in the output"
+                             % (name, spot[1], spot[0], spot[2]))
+                more.add(shown)
+                for variant in (spot[3] if len(spot) > 3 else []):
+                    block = shown.split(sep)
+                    for old, new in variant:
+                        block[perm] = block[perm].replace(old, new, 1)
+                    more.add(sep.join(block))
+            texts |= more
+        if not any(t.split(sep)[perm] == res_parts[perm] for t in texts):
+            return False
+    return True
+
+
+def alternatives(spec, expected, outdir, spots):
+    """NAME_1.out, NAME_2.out, ...: one alternative expected output per
+    spot (permutation, step, occurrence), which pg_isolation_regress
+    accepts as well as NAME.out."""
+    assert len(spots) <= 9, "pg_regress reads at most nine alternatives"
+    name = os.path.basename(expected)[:-len(".out")]
+    with open(spec) as f:
+        spec_text = f.read()
+    with open(expected) as f:
+        text = f.read()
+    for k, (perm, step, occurrence) in enumerate((spot[:3] for spot in spots), 1):
+        try:
+            alt = shown_waiting(spec_text, text, perm, step, occurrence)
+        except (IndexError, KeyError):
+            sys.exit("differences.py: %s: MAY_WAIT's step %s (permutation %d, run %d) is not in the output"
+                     % (name, step, perm, occurrence))
+        with open(os.path.join(outdir, "%s_%d.out" % (name, k)), "w") as f:
+            f.write(alt)
 
 
 # DROP EXTENSION, for an edition installed into public: every object whose
@@ -250,11 +389,11 @@ if __name__ == "__main__":
     elif sys.argv[1] == "isolation":
         isolation(*sys.argv[2:4])
     elif sys.argv[1] == "isolation-expected":
+        name = os.path.basename(sys.argv[2])[:-len(".out")]
         with open(sys.argv[2]) as f:
-            text = differences.isolation_expected(f.read())
+            text = differences.isolation_expected(isolation_rewrite(name, f.read(), False))
         # ISOLATION_EXPECTED: per spec, (C edition's text, SQL edition's
         # text) replacements, each found exactly once.
-        name = os.path.basename(sys.argv[2])[:-len(".out")]
         for old, new in getattr(differences, "ISOLATION_EXPECTED", {}).get(name, []):
             if text.count(old) != 1:
                 sys.exit("differences.py: %s: a rule's text is found %d times, not once:\n%s"
@@ -262,6 +401,16 @@ if __name__ == "__main__":
             text = text.replace(old, new)
         with open(sys.argv[3], "w") as f:
             f.write(text)
+    elif sys.argv[1] == "isolation-alternatives":
+        # SPEC EXPECTED OUTDIR [PERM:STEP:RUN ...]: differences.MAY_WAIT's
+        # spots of the spec, or those given.
+        name = os.path.basename(sys.argv[3])[:-len(".out")]
+        spots = [(int(a.split(":")[0]), a.split(":")[1], int(a.split(":")[2])) for a in sys.argv[5:]] \
+            or getattr(differences, "MAY_WAIT", {}).get(name, [])
+        alternatives(sys.argv[2], sys.argv[3], sys.argv[4], spots)
+    elif sys.argv[1] == "isolation-accepts":
+        # SPEC EXPECTED RESULT: exit 0 if MAY_WAIT explains every difference.
+        sys.exit(0 if accepts(*sys.argv[2:5]) else 1)
     elif sys.argv[1] == "installer":
         sys.stdout.write(installer(*sys.argv[2:4]))
     elif sys.argv[1] == "event-trigger":

@@ -41,6 +41,13 @@ NOT_RUN = {
     # row where it last found it first): an index on dlock_lease.expires_at,
     # a dropped primary key.  The SQL edition has no such cache (the same
     # reason as fence/differences.py's SKIP of fence_cache).
+    # Bounded pinning ends the pinning session; the SQL edition ends only
+    # sessions the installing role may signal, never a superuser's
+    # (docs/editions.md, "who a waiter past the pin grace ends"), and these
+    # specs' holder is the test's superuser.  The SQL edition's own test of
+    # the pin grace, with sessions of ordinary roles: test/sql_edition/revoke_force.sh.
+    "specs/pin_grace": "the holder is a superuser's session, which the SQL edition's waiter never ends (its test: test/sql_edition/revoke_force.sh)",
+    "specs/pin_grace_idle": "the holder is a superuser's session, which the SQL edition's waiter never ends (its test: test/sql_edition/revoke_force.sh)",
     "specs/row_cache": "the C edition's lease-row cache and dlock_lease's columns and keys (the SQL edition has no cache; its expiry is in dlock_expiry)",
 }
 
@@ -72,6 +79,17 @@ REWRITE = {
         # PL/pgSQL's CONTEXT lines (docs/editions.md, "error context").
         ("SELECT dlock_cleanup(NULL);", "\\set SHOW_CONTEXT never\nSELECT dlock_cleanup(NULL);"),
     ],
+    "stats": [
+        # PL/pgSQL's CONTEXT lines (docs/editions.md, "error context").
+        ("SELECT dlock_stats_reset('');", "\\set SHOW_CONTEXT never\nSELECT dlock_stats_reset('');"),
+    ],
+    "lease_delays": [
+        # The GUC dlock.lock_delay is the settings table's lock_delay
+        # (docs/editions.md, "settings" and "minimum hold and lock-delay:
+        # where they are kept").
+        ("SET dlock.lock_delay = '86401s';", "UPDATE dlock_sql_settings SET lock_delay = '86401s';"),
+        ("RESET dlock.lock_delay;", "UPDATE dlock_sql_settings SET lock_delay = '0';"),
+    ],
     "errors": [
         # A lease's expiry is in dlock_expiry (docs/editions.md, "the lease
         # table's shape").
@@ -81,6 +99,27 @@ REWRITE = {
          "  SELECT (SELECT md5(string_agg(format('%s|%s|%s|%s|%s|%s', name, l.token, owner, role,\n"
          "                                       expires_at, released_at), ',' ORDER BY name))\n"
          "            FROM dlock_lease AS l JOIN dlock_expiry USING (name)) AS leases,"),
+    ],
+}
+
+# ISOLATION_REWRITE: per spec, (C edition's text, SQL edition's text)
+# replacements made in the spec and in its expected output alike.
+ISOLATION_REWRITE = {
+    "lock_delay": [
+        # A lease's expiry is in dlock_expiry, with its lock-delay
+        # (docs/editions.md, "the lease table's shape", "minimum hold and
+        # lock-delay: where they are kept").
+        ("(SELECT expires_at + lock_delay AS at FROM dlock_lease WHERE name = 'job')",
+         "(SELECT expires_at + lock_delay AS at FROM dlock_expiry WHERE name = 'job')"),
+        # The GUC dlock.lock_delay is the settings table's lock_delay, for
+        # every session (docs/editions.md, "settings"); the last
+        # permutation sets it, and the teardown drops the edition.
+        ("SET dlock.lock_delay = '3s';", "UPDATE dlock_sql_settings SET lock_delay = '3s';"),
+    ],
+    "min_hold": [
+        # The minimum hold is in dlock_expiry (the same rows).
+        ("(SELECT acquired_at + min_hold AS at FROM dlock_lease WHERE name = 'job')",
+         "(SELECT acquired_at + min_hold AS at FROM dlock_lease JOIN dlock_expiry USING (name) WHERE name = 'job')"),
     ],
 }
 
@@ -108,6 +147,22 @@ EXPECTED = {
          "\n",
          "SELECT dlock_check('held', :held_token) AS check_in_read_only;\n"
          "ERROR:  cannot execute dlock_check() in a read-only transaction\n"),
+    ],
+    "lease_delays": [
+        # docs/editions.md, "lock-delay above the maximum": the hint names
+        # the settings table's max_ttl.
+        ("SELECT dlock_acquire('d', '10 s', lock_delay => '86401 s');\n"
+         "ERROR:  lock_delay exceeds the maximum of 86400 seconds\n"
+         "HINT:  The maximum is set by \"dlock.max_ttl\".\n",
+         "SELECT dlock_acquire('d', '10 s', lock_delay => '86401 s');\n"
+         "ERROR:  lock_delay exceeds the maximum of 86400 seconds\n"
+         "HINT:  The maximum is set by the column max_ttl of the table dlock_sql_settings.\n"),
+        ("SELECT dlock_acquire('d', '10 s');\n"
+         "ERROR:  lock_delay exceeds the maximum of 86400 seconds\n"
+         "HINT:  The maximum is set by \"dlock.max_ttl\".\n",
+         "SELECT dlock_acquire('d', '10 s');\n"
+         "ERROR:  lock_delay exceeds the maximum of 86400 seconds\n"
+         "HINT:  The maximum is set by the column max_ttl of the table dlock_sql_settings.\n"),
     ],
     "remaining": [
         # The check protection is a row lock, not an advisory lock: pg_locks
@@ -452,6 +507,43 @@ ISOLATION_EXPECTED = {
          '(3 rows)\n'
          '\n'),
     ],
+    # dlock_revoke(force => true) ends only sessions the installing role
+# may signal, never a superuser's (docs/editions.md, "which sessions
+# dlock_revoke(force => true) ends"): the holder, the test's superuser, is
+# not ended (ended 0); its LOCK waits for the operator's transaction, the
+# revoke for the holder's check protection, and the deadlock detector ends
+# the holder's statement, which waited first; the revoke then goes on.
+    "revoke": [
+        ('step h_stuck: <... completed>\n'
+         'ERROR:  canceling statement due to user request\n'
+         'step op_revoke_force: <... completed>\n',
+         'step h_stuck: <... completed>\n'
+         'ERROR:  deadlock detected\n'
+         'step op_revoke_force: <... completed>\n'),
+        ('-------------+----------+-----\n'
+         '            1|         1|    1\n'
+         '(1 row)\n',
+         '-------------+----------+-----\n'
+         '            1|         1|    0\n'
+         '(1 row)\n'),
+    ],
+    # A waiter for a name whose first acquire has not committed waits for
+# the inserting transaction (the unique index), not in a row lock of
+# dlock's: dlock_waiters does not list it (docs/editions.md,
+# "dlock_waiters"; "Counters, waiters and cleanup").
+    "waiters": [
+        ('\n'
+         'name|kind   |position|backend|role_shown|state |since_known|no_deadline|lease_known\n'
+         '----+-------+--------+-------+----------+------+-----------+-----------+-----------\n'
+         '    |waiting|       1|w2     |t         |active|t          |t          |f          \n'
+         '(1 row)\n'
+         '\n',
+         '\n'
+         'name|kind|position|backend|role_shown|state|since_known|no_deadline|lease_known\n'
+         '----+----+--------+-------+----------+-----+-----------+-----------+-----------\n'
+         '(0 rows)\n'
+         '\n'),
+    ],
     # o_lock_key: the C edition's lock key table, which the SQL edition has
 # not (no advisory locks): the LOCK fails and nothing blocks.
     "wait_bounds_relations": [
@@ -580,6 +672,51 @@ ISOLATION_EXPECTED = {
          '----+----\n'
          'free|t   \n'
          'held|t   \n'),
+    ],
+}
+
+
+# MAY_WAIT: per spec, the steps (permutation, from 1; step; its run in
+# that permutation, from 1) that wait up to 1 ms in the SQL edition where
+# the C edition does not wait at all (docs/editions.md, "wait => 0 never
+# waits": an acquire behind another transaction's uncommitted first
+# acquire of the name, then NULL).  The isolation tester looks 10 ms after
+# a step starts; on a loaded machine it may find such a step still in its
+# wait (a 1 ms lock_timeout fires late there too), print it as <waiting
+# ...> and go on with the next step, printing the result after it.  A spec
+# that fails passes if each permutation of its result is the expected one
+# with any of these steps shown so (fence/transform.py, isolation-accepts),
+# with the same answers, or one of the variants given: where the next step
+# is the other transaction's ROLLBACK, the waiting acquire may get the
+# name.
+MAY_WAIT = {
+    "acquire_race": [
+        (1, "s2_acquire", 1),
+        (2, "s1_acquire", 1),
+        (3, "s2_acquire", 1, [[
+            ("step s2_acquire: <... completed>\ns2_won\n------\nf     \n",
+             "step s2_acquire: <... completed>\ns2_won\n------\nt     \n"),
+            ("AS s2_won;\ns2_won\n------\nt     \n", "AS s2_won;\ns2_won\n------\nf     \n")]]),
+        (4, "s2_acquire", 1),
+        (4, "s3_acquire", 1),
+        (5, "s2_acquire", 1),
+        (5, "s1_acquire", 1),
+    ],
+    # ... and behind a relation lock on dlock's tables, indexes or counter
+    # (docs/editions.md, the same row; seen twice in one run at load 8).
+    "wait_bounds_relations": [
+        (1, "w_held_0", 1),
+        (4, "w_free_0", 1),
+        (5, "w_free_0", 1),
+        (7, "w_free_0", 1),
+        (9, "w_free_0", 1),
+        (11, "w_free_0", 1),
+        (13, "w_free_0", 1),
+    ],
+    "snapshots": [
+        (4, "rr_acquire", 1),
+        (5, "s2_acquire_a", 1),
+        (5, "s1_acquire_b", 1),
     ],
 }
 

@@ -1,7 +1,8 @@
 -- Copyright (c) 2026, the dlock developers
 --
 -- dlock_revoke's bad input in the SQL edition (issue 27 item 4): a NULL
--- name 22004, other bad input 22023, nothing changed; PUBLIC may not call
+-- name, wait or force 22004, other bad input 22023 (the C edition's
+-- messages), nothing changed; PUBLIC may not call
 -- it (42501); a revoke of a name that was never acquired, or of a token
 -- that does not hold the name, does nothing.
 \set SHOW_CONTEXT never
