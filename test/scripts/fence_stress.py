@@ -100,6 +100,7 @@ DLOCK_STRESS_KEEP=1 keeps the database and the client logs.
 """
 
 import json
+import logging
 import multiprocessing
 import multiprocessing.connection
 import os
@@ -560,6 +561,10 @@ class Client:
 
 def client_main(slot, incarnation, logdir, deadline, seed):
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    # psycopg warns on stderr when the ROLLBACK after a terminated session
+    # fails; the client logs that end itself.
+    logging.getLogger("psycopg").addHandler(logging.NullHandler())
+    logging.getLogger("psycopg").propagate = False
     client = Client(slot, incarnation, logdir, deadline, seed)
     try:
         client.run()
