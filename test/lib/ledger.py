@@ -314,13 +314,10 @@ def no_release_of_revoked(releases, revokes):
             for e in releases if e["ok"] and e["token"] in revoked]
 
 
-def ended_explained(ended, acquires, revokes, grace_us, unnamed=None):
+def ended_explained(ended, acquires, revokes, grace_us):
     """Every holder's transaction that was ended (cancelled or terminated)
-    was ended by a revoke with force that names its process, or by a
-    waiter once its lease had expired at least grace_us before.  One that
-    a revoke with force of its lock, begun before, may have ended without
-    naming it (a transaction that took the check protection while that
-    revoke waited) is no problem but goes to unnamed, if given."""
+    was ended by a revoke with force that names its process in its result,
+    or by a waiter once its lease had expired at least grace_us before."""
     named = {pid for e in revokes for pid in e.get("ended") or ()}
     by_token = {e["token"]: e for e in acquires}
     problems = []
@@ -330,16 +327,12 @@ def ended_explained(ended, acquires, revokes, grace_us, unnamed=None):
         a = by_token.get(e["token"])
         if a is not None and e["at_us"] >= a["expires_us"] + grace_us:
             continue
-        if any(r.get("force") and r["name"] == e["name"] and
-               r.get("start_us", e["at_us"] + 1) <= e["at_us"] for r in revokes):
-            if unnamed is not None:
-                unnamed.append(e)
-            continue
         left = ("its lease of token unknown" if a is None else
                 f"{(a['expires_us'] + grace_us - e['at_us']) / 1000:.3f} ms before its "
                 f"lease's expiry plus the pin grace")
         problems.append(f"{e['name']}: the transaction of process {e['pid']} holding token "
-                        f"{e['token']} was ended ({e.get('how')}) by no revoke, {left}")
+                        f"{e['token']} was ended ({e.get('how')}) by no revoke that names "
+                        f"it, {left}")
     return problems
 
 
@@ -425,7 +418,7 @@ def _rules(acquires, releases, rows, committed, refused=(), uncertain=()):
 def selftest():
     """Prints TAP; returns the number of failures."""
     tap = Tap()
-    print("1..18")
+    print("1..17")
     good = _rules(*_good())
     tap.check("a good ledger passes every rule",
               [f"{r}: {p}" for r, ps in good.items() for p in ps])
@@ -532,18 +525,7 @@ def selftest():
 
     def unnamed_end(rows, rel, rev, end):
         end[0]["pid"] = 9
-        rev[0]["force"] = False
     revoke_broken("ended_explained", "a transaction ended by no revoke", unnamed_end)
-
-    acquires = _good()[0]
-    case = revoke_good()
-    case[3][0]["pid"] = 9
-    unnamed = []
-    problems = ended_explained(case[3], acquires, case[2], 400, unnamed)
-    if [e["pid"] for e in unnamed] != [9]:
-        problems.append(f"unnamed is {unnamed}")
-    tap.check("ended_explained passes, as unnamed, a transaction that a revoke with "
-              "force may have ended without naming it", problems)
 
     acks = [(1.0, "a"), (2.0, "a"), (3.0, "b"), (4.0, "b"), (5.0, "a")]
     tap.check("one_leader_at_a_time passes writes that follow the leaders",
