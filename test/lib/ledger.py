@@ -15,6 +15,13 @@ The shapes the functions take:
             client's CLOCK_MONOTONIC, seconds, before the call and after the
             commit) for acquire_order
   release   dict: token, ok, at_us (server clock)
+  revoke    dict: name, force, revoked_token (None: nothing revoked), ended
+            (the process ids it ended), start_us and at_us (server clock,
+            before dlock_revoke was called, and after it returned, before
+            its commit)
+  ended     dict: name, token, pid, at_us (the client's clock, after it saw
+            its transaction end): a transaction of a holder that a revoke
+            with force or a waiter past the pin grace ended
   row       dict: name, token, client, cseq, and commit_order (a value drawn
             at COMMIT: within one name, the commit order), commit_us and
             optionally written_us (server clock)
@@ -271,6 +278,64 @@ def leases_never_overlapped(acquires, releases, names):
     return problems
 
 
+def no_write_after_revoke(rows, revokes):
+    """Every row of a revoked token committed before the revoke returned:
+    a revoke returns only once every transaction that vouched for the
+    token has ended, and afterwards the token is stale."""
+    revoked_at = {}
+    for e in revokes:
+        if e.get("revoked_token") is not None:
+            t = e["revoked_token"]
+            revoked_at[t] = min(revoked_at.get(t, e["at_us"]), e["at_us"])
+    problems = []
+    for r in rows:
+        at = revoked_at.get(r["token"])
+        end = max(r.get("commit_us") or 0, r.get("written_us") or 0)
+        if at is not None and end >= at:
+            problems.append(f"{r['name']}: row {r['client']}/{r['cseq']} of token {r['token']} "
+                            f"committed {(end - at) / 1000:.3f} ms after the revoke of that "
+                            f"token returned")
+    return problems
+
+
+def revokes_as_releases(revokes):
+    """The revokes that ended a lease, as true releases at the time the
+    revoke returned (for leases_never_overlapped: put them after the
+    releases, so that they win over a later false release of the token)."""
+    return [{"token": e["revoked_token"], "ok": True, "at_us": e["at_us"]}
+            for e in revokes if e.get("revoked_token") is not None]
+
+
+def no_release_of_revoked(releases, revokes):
+    """A revoked token was never released with true: a revoke of a released
+    lease revokes nothing, and a revoked token is stale for release."""
+    revoked = {e["revoked_token"] for e in revokes if e.get("revoked_token") is not None}
+    return [f"token {e['token']} was revoked, and its release returned true"
+            for e in releases if e["ok"] and e["token"] in revoked]
+
+
+def ended_explained(ended, acquires, revokes, grace_us):
+    """Every holder's transaction that was ended (cancelled or terminated)
+    was ended by a revoke with force that names its process in its result,
+    or by a waiter once its lease had expired at least grace_us before."""
+    named = {pid for e in revokes for pid in e.get("ended") or ()}
+    by_token = {e["token"]: e for e in acquires}
+    problems = []
+    for e in ended:
+        if e["pid"] in named:
+            continue
+        a = by_token.get(e["token"])
+        if a is not None and e["at_us"] >= a["expires_us"] + grace_us:
+            continue
+        left = ("its lease of token unknown" if a is None else
+                f"{(a['expires_us'] + grace_us - e['at_us']) / 1000:.3f} ms before its "
+                f"lease's expiry plus the pin grace")
+        problems.append(f"{e['name']}: the transaction of process {e['pid']} holding token "
+                        f"{e['token']} was ended ({e.get('how')}) by no revoke that names "
+                        f"it, {left}")
+    return problems
+
+
 def acquire_order(acquires):
     """An acquire that began after another had returned got a higher token
     (over all names: tokens come from one counter).  begin and end are the
@@ -353,7 +418,7 @@ def _rules(acquires, releases, rows, committed, refused=(), uncertain=()):
 def selftest():
     """Prints TAP; returns the number of failures."""
     tap = Tap()
-    print("1..11")
+    print("1..17")
     good = _rules(*_good())
     tap.check("a good ledger passes every rule",
               [f"{r}: {p}" for r, ps in good.items() for p in ps])
@@ -402,6 +467,65 @@ def selftest():
         rows[1]["token"] = 9
         com[("b", 1)]["token"] = 9
     broken("acquire_order", "a later acquire with a lower token", order)
+
+    # Revokes and ended transactions: token 11 revoked at 3000, after its
+    # row committed; one transaction ended by that revoke, one by a waiter
+    # (token 10, 500 us past its expiry, the grace being 400).
+    def revoke_rules(rows, releases, revokes, ended):
+        acquires = _good()[0]
+        return {
+            "no_write_after_revoke": no_write_after_revoke(rows, revokes),
+            "leases_never_overlapped": leases_never_overlapped(
+                acquires + [{"name": "n", "token": 12, "client": "c", "acquired_us": 3100,
+                             "expires_us": 4100}],
+                releases + revokes_as_releases(revokes), ["n"]),
+            "no_release_of_revoked": no_release_of_revoked(releases, revokes),
+            "ended_explained": ended_explained(ended, acquires, revokes, 400),
+        }
+
+    def revoke_good():
+        rows = _good()[2]
+        releases = [{"token": 10, "ok": True, "at_us": 1500},
+                    {"token": 11, "ok": False, "at_us": 3050}]
+        revokes = [{"name": "n", "revoked_token": 11, "ended": [7], "at_us": 3000,
+                    "force": True, "start_us": 2800},
+                   {"name": "n", "revoked_token": None, "ended": [], "at_us": 3020,
+                    "force": False, "start_us": 3010}]
+        ended = [{"name": "n", "token": 11, "pid": 7, "at_us": 2900, "how": "cancel"},
+                 {"name": "n", "token": 10, "pid": 8, "at_us": 2500, "how": "terminate"}]
+        return rows, releases, revokes, ended
+
+    tap.check("a good ledger with revokes and ended transactions passes every rule",
+              [f"{r}: {p}" for r, ps in revoke_rules(*revoke_good()).items() for p in ps])
+
+    def revoke_broken(rule, desc, mutate):
+        case = revoke_good()
+        mutate(*case)
+        tap.check(f"{rule} catches {desc}",
+                  [] if revoke_rules(*case)[rule] else [f"{rule} did not flag it"])
+
+    def after_revoke(rows, rel, rev, end):
+        rev[0]["at_us"] = 2600
+    revoke_broken("no_write_after_revoke", "a write committed as its token was revoked",
+                  after_revoke)
+
+    def taken_early(rows, rel, rev, end):
+        rev[0]["at_us"] = 3200
+    revoke_broken("leases_never_overlapped", "a lease taken before its revoke returned",
+                  taken_early)
+
+    def released_too(rows, rel, rev, end):
+        rel[1]["ok"] = True
+    revoke_broken("no_release_of_revoked", "a revoked token released with true",
+                  released_too)
+
+    def early_end(rows, rel, rev, end):
+        end[1]["at_us"] = 2300
+    revoke_broken("ended_explained", "a transaction ended before the pin grace", early_end)
+
+    def unnamed_end(rows, rel, rev, end):
+        end[0]["pid"] = 9
+    revoke_broken("ended_explained", "a transaction ended by no revoke", unnamed_end)
 
     acks = [(1.0, "a"), (2.0, "a"), (3.0, "b"), (4.0, "b"), (5.0, "a")]
     tap.check("one_leader_at_a_time passes writes that follow the leaders",

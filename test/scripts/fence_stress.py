@@ -37,12 +37,30 @@ writer's token, in acct_log.  Some holdings go wrong on purpose:
   drop between    the process kills itself (SIGKILL) while holding the lease
   drop inside     the same, inside a write transaction after its insert; the
                   row must not survive
+  pin idle        dlock_check, a fenced insert, then the transaction left idle
+                  for 50-1,200 ms, past the lease, then COMMIT: the pin grace
+                  is 150 ms (dlock.pin_grace for the database, or
+                  dlock_sql_settings.pin_grace), so a waiter may end it (a
+                  terminate: a session idle in its transaction ignores a
+                  cancel), and takes the lease only after it ended; one that
+                  wakes up before that commits, and must commit before the
+                  hand-over
+  pin running     the same with the transaction running pg_sleep(): a waiter
+                  cancels it
 
 While the clients run, a jumper process moves the token counter every 50 to
 150 ms: a dlock_rebase(), or a setval() of the counter a little way up
 followed by a dlock_rebase() (that jump then finds the counter past every
 other bound and leaves it where it is, the case in which jumps before 1.2
 set the counter back under tokens the clients had drawn meanwhile).
+
+A revoker process (DLOCK_STRESS_REVOKERS of them) calls dlock_revoke every
+100 to 400 ms on a random name, for whatever holds it or for the token
+dlock_leases shows, with a wait of 0, 50 or 300 ms, with force or without
+(55P03 when its wait runs out: nothing changed).  Any transaction of a
+holder may so be ended (57014 after a cancel, or its session terminated):
+the client logs it with the writes it took along (uncertain when the
+session died in COMMIT), reconnects if need be, and drops that holding.
 
 A killed client is restarted under a new client id.  Every client logs what
 it saw (acquisitions, commits, rejections, releases, stalls, disconnects) to a
@@ -56,21 +74,32 @@ Afterwards it checks, per name, over the ledger and acct_log together:
 tokens never go backwards in commit order; every acquisition got a token of
 its own over all names, and every token in the ledger belongs to one
 acquisition (the jumps did happen); no holder committed a write after
-a later holder acquired the lease (server clock); the ledger and acct_log
-hold exactly the writes the clients saw commit; stale writes of every shape
-were attempted and all rejected; leases never overlapped; nothing else went
-wrong; and the run did enough work to mean something.  It prints TAP and its
+a later holder acquired the lease, or after a revoke of its token returned
+(server clock): no stale write committed; the ledger and acct_log hold
+exactly the writes the clients saw commit (those of ended transactions
+only where the session died in COMMIT); stale writes of every shape were
+attempted and all rejected with LK001 ("The lease was released." only for a
+revoked token); no revoked token was released with true; leases never
+overlapped (a revoke ends one); no SQLSTATE but LK001, apart from
+transactions ended by a revoke with force that names the process in its
+result or by a waiter once the lease's expiry plus the pin grace had
+passed (nobody ends a revoke); nothing else went wrong; and the run did
+enough work to mean something (revokes with and without force, revokes that
+waited, running pinners cancelled and idle ones terminated by waiters,
+pinners that committed after their lease expired).  It prints TAP and its
 counts (per shape too), and exits 1 on any failure.  The checks are one
 function, verify(); the ledger rules it shares with the PgBouncer test and
 the HA harness are in test/lib/ledger.py.
 
 Environment: PGHOST, PGPORT, PGUSER, PGDATABASE (the maintenance database),
 DLOCK_STRESS_DB (default dlock_stress, dropped and recreated),
-DLOCK_STRESS_CLIENTS (10), DLOCK_STRESS_SECONDS (20), DLOCK_STRESS_SEED,
+DLOCK_STRESS_CLIENTS (10), DLOCK_STRESS_REVOKERS (1), DLOCK_STRESS_SECONDS
+(20), DLOCK_STRESS_SEED, DLOCK_EDITION (c or sql: which pin grace to set),
 DLOCK_STRESS_KEEP=1 keeps the database and the client logs.
 """
 
 import json
+import logging
 import multiprocessing
 import multiprocessing.connection
 import os
@@ -88,15 +117,19 @@ from psycopg import sql
 from psycopg.rows import dict_row
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
-from ledger import (Tap, duplicate_tokens, ledger_matches,  # noqa: E402
-                    ledger_schema, leases_never_overlapped, no_write_after_later_acquire,
-                    tokens_never_go_back, tokens_unique_across_names, us)
+from ledger import (Tap, duplicate_tokens, ended_explained, ledger_matches,  # noqa: E402
+                    ledger_schema, leases_never_overlapped, no_release_of_revoked,
+                    no_write_after_later_acquire, no_write_after_revoke,
+                    revokes_as_releases, tokens_never_go_back, tokens_unique_across_names,
+                    us)
 
 DB = os.environ.get("DLOCK_STRESS_DB", "dlock_stress")
 CLIENTS = int(os.environ.get("DLOCK_STRESS_CLIENTS", "10"))
 SECONDS = float(os.environ.get("DLOCK_STRESS_SECONDS", "20"))
 SEED = int(os.environ.get("DLOCK_STRESS_SEED", str(int(time.time() * 1000) % 1000000)))
 KEEP = bool(os.environ.get("DLOCK_STRESS_KEEP"))
+REVOKERS = int(os.environ.get("DLOCK_STRESS_REVOKERS", "1"))
+EDITION = os.environ.get("DLOCK_EDITION", "c")
 MERGE = True                    # the server has MERGE (set in main())
 
 NAMES = ("stress/a", "stress/b", "stress/c")
@@ -104,16 +137,21 @@ TTL_MS = 150
 WAIT_MS = 100
 STALL_S = (0.2, 0.4)            # always longer than the TTL
 GRACE_S = 15                    # how long clients may take to stop after SECONDS
+PIN_GRACE_MS = 150              # dlock.pin_grace, dlock_sql_settings.pin_grace
+PIN_S = (0.05, 1.2)             # how long a pinner keeps its transaction open
+REVOKE_PAUSE_S = (0.1, 0.4)     # between two revokes of one revoker
 
 # What a holder does with its lease, and how often.
 PLANS = (
-    ("normal", 66),
+    ("normal", 54),
     ("creep", 10),
     ("stall_between", 10),
     ("stall_inside", 4),
     ("stale_inside", 4),
     ("drop_between", 3),
     ("drop_inside", 3),
+    ("pin_idle", 6),
+    ("pin_running", 5),
 )
 
 # Write shapes (see the docstring); MERGE only where it exists (main()).
@@ -133,6 +171,7 @@ NO_TOKEN = {
     "A DELETE carries no token, and this transaction has declared no token for the lock.",
 }
 NEWER = "The lock has since been acquired with a newer token."
+RELEASED = "The lease was released."     # what a revoked token is told
 
 
 SCHEMA = ledger_schema() + f"""
@@ -189,6 +228,16 @@ class ClientFailure(Exception):
     """Something a client did not expect; it logs it and exits 3."""
 
 
+class Ended(Exception):
+    """A revoke with force or a waiter past the pin grace ended this
+    client's transaction (logged); the client drops its holding."""
+
+
+def now_us():
+    """The client's clock as the server's (the same host): microseconds."""
+    return int(time.time() * 1000000)
+
+
 class Client:
     def __init__(self, slot, incarnation, logdir, deadline, seed):
         self.id = f"c{slot:02d}.{incarnation}"
@@ -200,6 +249,8 @@ class Client:
         self.fd = os.open(os.path.join(logdir, self.id + ".log"),
                           os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
         self.conn = None
+        self.pid = None
+        self.held = (None, None)        # the name and token of the last acquire
         self.plans = [p for p, _ in PLANS]
         self.shapes = SHAPES if MERGE else [x for x in SHAPES if x != "merge"]
         self.weights = [w for _, w in PLANS]
@@ -210,15 +261,54 @@ class Client:
         kw["client"] = self.id
         os.write(self.fd, (json.dumps(kw) + "\n").encode())
 
-    def run(self):
+    def connect(self):
         self.conn = psycopg.connect(
             dbname=DB, autocommit=True, application_name=self.id,
             options="-c statement_timeout=15s")
-        self.log("start")
+        self.pid = self.conn.info.backend_pid
+
+    def run(self):
+        self.connect()
+        self.log("start", pid=self.pid)
         while time.monotonic() < self.deadline:
-            self.cycle()
+            try:
+                self.cycle()
+            except Ended:
+                # The holding is dropped, the lease left to expire.
+                if self.conn.closed:
+                    self.connect()
+                    self.log("reconnect", pid=self.pid)
+                elif self.conn.info.transaction_status != psycopg.pq.TransactionStatus.IDLE:
+                    self.conn.execute("ROLLBACK")
         self.log("exit", busy=self.busy)
         self.conn.close()
+
+    def ended_how(self, err):
+        """How a revoke or a waiter ended this client's transaction, if that
+        is what err says: "cancel" (57014 on a cancel request, the
+        transaction rolled back) or "terminate" (the session is gone)."""
+        if (isinstance(err, psycopg.errors.QueryCanceled) and
+                "user request" in (err.diag.message_primary or "")):
+            return "cancel"
+        if self.conn.broken or isinstance(err, psycopg.errors.AdminShutdown):
+            return "terminate"
+        return None
+
+    def end(self, how, name, token, cseqs, at_commit):
+        """Log the end of a transaction (with the write transactions it
+        took along, uncertain when the session died in COMMIT) and leave
+        the holding."""
+        self.log("ended", how=how, name=name, token=token, pid=self.pid,
+                 at_us=now_us(), cseqs=list(cseqs),
+                 uncertain=at_commit and how == "terminate")
+        raise Ended()
+
+    def refused(self, err, what, name, token, cseqs=(), at_commit=False):
+        """err ended a statement that is no write: an end, or a failure."""
+        how = self.ended_how(err)
+        if how:
+            self.end(how, name, token, cseqs, at_commit)
+        self.fail(f"{what} with token {token} on {name}", err)
 
     def fail(self, what, err=None):
         raise ClientFailure(what if err is None else
@@ -290,24 +380,30 @@ class Client:
             raise ValueError(shape)
         return self.conn.execute(q, a).rowcount
 
-    def rejected(self, err, name, token, cseqs, kind, shape="insert"):
-        """A write (and everything else in its transaction) was refused."""
+    def rejected(self, err, name, token, cseqs, kind, shape="insert", at_commit=False):
+        """A write (and everything else in its transaction) was refused, or
+        its transaction ended."""
         if err.sqlstate != "LK001":
-            self.fail(f"{kind} {shape} write with token {token} on {name}", err)
+            self.refused(err, f"{kind} {shape} write", name, token, cseqs, at_commit)
         self.lost = True
         self.log("reject", name=name, token=token, cseqs=list(cseqs), kind=kind,
                  shape=shape, detail=err.diag.message_detail)
 
     def acquire(self, name):
-        with self.conn.transaction():
-            token = self.conn.execute(
-                "SELECT dlock_acquire(%s, %s::interval, %s::interval)",
-                (name, f"{TTL_MS} ms", f"{WAIT_MS} ms")).fetchone()[0]
-            if token is None:
-                return None
-            seen, acquired_us, expires_us = self.conn.execute(
-                f"SELECT token, {us('acquired_at')}, {us('expires_at')}"
-                " FROM dlock_leases WHERE name = %s", (name,)).fetchone()
+        try:
+            with self.conn.transaction():
+                token = self.conn.execute(
+                    "SELECT dlock_acquire(%s, %s::interval, %s::interval)",
+                    (name, f"{TTL_MS} ms", f"{WAIT_MS} ms")).fetchone()[0]
+                if token is None:
+                    return None
+                seen, acquired_us, expires_us = self.conn.execute(
+                    f"SELECT token, {us('acquired_at')}, {us('expires_at')}"
+                    " FROM dlock_leases WHERE name = %s", (name,)).fetchone()
+        except psycopg.Error as err:
+            # A signal meant for the last holding's transaction, late.
+            self.refused(err, "acquire", *self.held)
+        self.held = (name, token)
         # The token is valid from here on: the acquire has committed.
         self.lost = False
         self.log("acquire", name=name, token=token, seen_token=seen,
@@ -315,11 +411,14 @@ class Client:
         return token
 
     def release(self, name, token, after_stall):
-        with self.conn.transaction():
-            ok = self.conn.execute("SELECT dlock_release(%s, %s)",
-                                   (name, token)).fetchone()[0]
-            at_us = self.conn.execute(
-                f"SELECT {us('clock_timestamp()')}").fetchone()[0]
+        try:
+            with self.conn.transaction():
+                ok = self.conn.execute("SELECT dlock_release(%s, %s)",
+                                       (name, token)).fetchone()[0]
+                at_us = self.conn.execute(
+                    f"SELECT {us('clock_timestamp()')}").fetchone()[0]
+        except psycopg.Error as err:
+            self.refused(err, "release", name, token)
         self.log("release", name=name, token=token, ok=ok, at_us=at_us,
                  after_stall=after_stall, lost=self.lost)
 
@@ -329,11 +428,13 @@ class Client:
         committed."""
         cseq = self.next_cseq()
         shape = shape or self.rng.choice(self.shapes)
+        at_commit = False
         try:
             with self.conn.transaction():
                 rows = self.shape_write(shape, name, token, cseq, declare)
+                at_commit = True
         except psycopg.Error as err:
-            self.rejected(err, name, token, [cseq], kind, shape)
+            self.rejected(err, name, token, [cseq], kind, shape, at_commit)
             return False
         self.log("commit", name=name, token=token, cseq=cseq, kind=kind,
                  shape=shape, rows=rows)
@@ -363,18 +464,53 @@ class Client:
                     rows = self.shape_write(shape, name, token, c2)
                 stage = "commit"
         except psycopg.Error as err:
+            cseqs = [c1] if c2 is None else [c1, c2]
             if stage == "insert":
                 self.rejected(err, name, token, [c1], "fresh")
             elif stage == "stale":
-                self.rejected(err, name, token, [c1, c2], "stale_inside", shape)
+                self.rejected(err, name, token, cseqs, "stale_inside", shape)
             else:
-                self.fail(f"{stage} of a transaction stalled with token {token} on {name}", err)
+                self.refused(err, f"{stage} of a transaction stalled", name, token,
+                             cseqs, stage == "commit")
             return
         self.log("commit", name=name, token=token, cseq=c1,
                  kind="held_open" if not stale else "fresh", shape="insert", rows=1)
         if stale:
             self.log("commit", name=name, token=token, cseq=c2, kind="stale_inside",
                      shape=shape, rows=rows)
+
+    def pin(self, name, token, running):
+        """Check, write, and keep the transaction open past the lease
+        (idle, or running a statement), then commit: a waiter may end it
+        once the lease's expiry plus the pin grace has passed, and takes
+        the lease only after it ended."""
+        cseq = self.next_cseq()
+        secs = self.rng.uniform(*PIN_S)
+        stage = "check"
+        try:
+            with self.conn.transaction():
+                if not self.conn.execute("SELECT dlock_check(%s, %s)",
+                                         (name, token)).fetchone()[0]:
+                    return              # the lease ran out already: no pin
+                stage = "insert"
+                self.insert(name, token, cseq)
+                stage = "pin"
+                self.log("pin", name=name, token=token, running=running,
+                         ms=round(secs * 1000))
+                if running:
+                    self.conn.execute("SELECT pg_sleep(%s)", (secs,))
+                else:
+                    time.sleep(secs)
+                stage = "commit"
+        except psycopg.Error as err:
+            if stage in ("check", "insert") and err.sqlstate == "LK001":
+                self.rejected(err, name, token, [cseq], "fresh")
+            else:
+                self.refused(err, f"{stage} of a pinning transaction", name, token,
+                             [cseq] if stage != "check" else [], stage == "commit")
+            return
+        self.log("commit", name=name, token=token, cseq=cseq, kind="pinned",
+                 shape="insert", rows=1, at_us=now_us())
 
     def cycle(self):
         name = self.rng.choice(NAMES)
@@ -402,6 +538,10 @@ class Client:
             self.writes(name, token, 0, 1)
             self.stall_inside(name, token, stale=(plan == "stale_inside"))
             self.release(name, token, after_stall=True)
+        elif plan in ("pin_idle", "pin_running"):
+            self.writes(name, token, 0, 1)
+            self.pin(name, token, running=(plan == "pin_running"))
+            self.release(name, token, after_stall=False)
         elif plan == "drop_between":
             self.writes(name, token, 0, 2)
             self.disconnect("between", name, token)
@@ -420,6 +560,10 @@ class Client:
 
 def client_main(slot, incarnation, logdir, deadline, seed):
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    # psycopg warns on stderr when the ROLLBACK after a terminated session
+    # fails; the client logs that end itself.
+    logging.getLogger("psycopg").addHandler(logging.NullHandler())
+    logging.getLogger("psycopg").propagate = False
     client = Client(slot, incarnation, logdir, deadline, seed)
     try:
         client.run()
@@ -472,6 +616,64 @@ def jumper_main(logdir, deadline, seed):
         f.write(json.dumps(ev) + "\n")
 
 
+def revoke_once(conn, rng, idx):
+    """One revoke (see the docstring) as an event: what it revoked, the
+    processes it waited for and ended, and the server clock before it was
+    called and after it returned (before its commit)."""
+    name = rng.choice(NAMES)
+    token = None
+    if rng.random() < 0.5:
+        token = conn.execute("SELECT token FROM dlock_leases WHERE name = %s",
+                             (name,)).fetchone()
+        token = token[0] if token else None
+    wait = rng.choice(("0", "50 ms", "300 ms"))
+    force = rng.random() < 0.5
+    ev = {"ev": "revoke", "client": f"revoker{idx}", "name": name,
+          "token": token, "wait": wait, "force": force}
+    try:
+        with conn.transaction():
+            ev["start_us"] = conn.execute(f"SELECT {us('clock_timestamp()')}").fetchone()[0]
+            r = conn.execute("SELECT revoked_token, waited_for, ended"
+                             "  FROM dlock_revoke(%s, %s, %s::interval, %s)",
+                             (name, token, wait, force)).fetchone()
+            at_us = conn.execute(f"SELECT {us('clock_timestamp()')}").fetchone()[0]
+        ev.update(revoked_token=r[0], waited_for=r[1], ended=r[2], at_us=at_us)
+    except psycopg.errors.LockNotAvailable:
+        ev.update(revoked_token=None, waited_for=[], ended=[], busy=True)
+    except psycopg.OperationalError as err:
+        if not conn.broken:
+            raise
+        # A revoke holds no check protection: nobody may end it.
+        ev = {"ev": "error", "client": f"revoker{idx}",
+              "what": f"the session of dlock_revoke({name!r}, {token}, {wait!r}, {force}) "
+                      f"was ended: {str(err).strip().splitlines()[0]}"}
+    return ev
+
+
+def revoker_main(idx, logdir, deadline, seed):
+    """Revoke leases until deadline, logging each revoke (revoke_once)."""
+    rng = random.Random(seed)
+    path = os.path.join(logdir, f"revoker{idx}.log")
+    events = []
+    logging.getLogger("psycopg").addHandler(logging.NullHandler())
+    logging.getLogger("psycopg").propagate = False
+    try:
+        conn = None
+        while time.monotonic() < deadline:
+            if conn is None or conn.closed:
+                conn = psycopg.connect(dbname=DB, autocommit=True,
+                                       options="-c statement_timeout=15s")
+            time.sleep(rng.uniform(*REVOKE_PAUSE_S))
+            events.append(revoke_once(conn, rng, idx))
+        conn.close()
+    except Exception:
+        events.append({"ev": "error", "client": f"revoker{idx}",
+                       "what": "the revoker failed", "trace": traceback.format_exc()})
+    with open(path, "w") as f:
+        for ev in events:
+            f.write(json.dumps(ev) + "\n")
+
+
 def run_clients(logdir):
     """Run CLIENTS slots until SECONDS are over, restarting those that drop."""
     ctx = multiprocessing.get_context("fork")
@@ -497,6 +699,10 @@ def run_clients(logdir):
         spawn(slot)
     jumper = ctx.Process(target=jumper_main, args=(logdir, deadline, SEED), daemon=True)
     jumper.start()
+    revokers = [ctx.Process(target=revoker_main, args=(i, logdir, deadline, SEED * 7 + i),
+                            daemon=True) for i in range(REVOKERS)]
+    for p in revokers:
+        p.start()
 
     while running:
         ready = multiprocessing.connection.wait(list(running), timeout=0.5)
@@ -526,6 +732,12 @@ def run_clients(logdir):
         jumper.kill()
         jumper.join()
         problems.append("the jumper was still running after the end: killed")
+    for i, p in enumerate(revokers):
+        p.join(max(0.0, hard_deadline - time.monotonic()) + 1)
+        if p.is_alive():
+            p.kill()
+            p.join()
+            problems.append(f"revoker {i} was still running after the end: killed")
     return started, time.monotonic() - start, problems
 
 
@@ -551,6 +763,14 @@ def verify(logdir, rows, logrows, started, elapsed, run_problems):
     drops = by.get("disconnect", [])
     errors = by.get("error", [])
     busy = sum(e["busy"] for e in by.get("exit", []) + drops)
+    revokes = [e for e in by.get("revoke", []) if not e.get("busy")]
+    revokes_busy = [e for e in by.get("revoke", []) if e.get("busy")]
+    revoked = [e for e in revokes if e["revoked_token"] is not None]
+    revoked_tokens = {e["revoked_token"] for e in revoked}
+    ended = by.get("ended", [])
+    pins = by.get("pin", [])
+    ended_by_revoke_pids = {p for e in revokes for p in e["ended"]}
+    ended_by_waiter = [e for e in ended if e["pid"] not in ended_by_revoke_pids]
 
     dup_tokens = duplicate_tokens(acquires)
     jumps = by.get("jumps", [{}])[0]
@@ -567,6 +787,9 @@ def verify(logdir, rows, logrows, started, elapsed, run_problems):
     allrows = list(rows) + list(logrows)
     refused = {key(e["client"], c): e for e in rejects for c in e["cseqs"]}
     abandoned = {key(e["client"], c): e for e in drops for c in e["cseqs"]}
+    abandoned.update({key(e["client"], c): e for e in ended if not e["uncertain"]
+                      for c in e["cseqs"]})
+    uncertain = {key(e["client"], c) for e in ended if e["uncertain"] for c in e["cseqs"]}
 
     stale_kinds = ("stale", "stale_inside")
     stale_rejected = [e for e in rejects if e["kind"] in stale_kinds]
@@ -613,6 +836,27 @@ def verify(logdir, rows, logrows, started, elapsed, run_problems):
           f"after a stall: {sum(1 for e in releases if e['after_stall'])}, "
           f"after a rejected write: "
           f"{sum(1 for e in releases if e['lost'] and not e['after_stall'])})")
+    expires_of = {e["token"]: e["expires_us"] for e in acquires}
+    pinned = [e for e in commits if e["kind"] == "pinned"]
+    pinned_late = [r for r in rows
+                   if committed.get(key(r["client"], r["cseq"]), {}).get("kind") == "pinned"
+                   and r["commit_us"] is not None
+                   and r["commit_us"] > expires_of.get(r["token"], r["commit_us"])]
+    print(f"# revokes: {len(revokes) + len(revokes_busy)} (revoked a lease: {len(revoked)}, "
+          f"with force: {sum(1 for e in revoked if e['force'])}; waited for a "
+          f"transaction: {sum(1 for e in revokes if e['waited_for'])}; ended one: "
+          f"{sum(1 for e in revokes if e['ended'])}; 55P03: {len(revokes_busy)})")
+    print(f"# pinning transactions: {len(pins)} (idle: "
+          f"{sum(1 for e in pins if not e['running'])}, running: "
+          f"{sum(1 for e in pins if e['running'])}); committed: {len(pinned)} "
+          f"({len(pinned_late)} after their lease expired)")
+    print(f"# transactions ended: {len(ended)} (by a revoke: "
+          f"{len(ended) - len(ended_by_waiter)}, by a waiter past the pin grace: "
+          f"{len(ended_by_waiter)} ("
+          f"{sum(1 for e in ended_by_waiter if e['how'] == 'terminate')} terminated); cancelled: "
+          f"{sum(1 for e in ended if e['how'] == 'cancel')}, terminated: "
+          f"{sum(1 for e in ended if e['how'] == 'terminate')}, in COMMIT: "
+          f"{sum(1 for e in ended if e['uncertain'])})")
     for n, c in names.items():
         print(f"# name {n}: {c['acquires']} acquisitions, {len(c['holders'])} holders "
               f"wrote {c['rows']} rows (ledger and acct_log)")
@@ -630,7 +874,7 @@ def verify(logdir, rows, logrows, started, elapsed, run_problems):
               f"{sum(1 for e in rejects if e.get('shape', 'insert') == shape and e['kind'] not in stale_kinds)}")
 
     tap = Tap()
-    print("1..8")
+    print("1..9")
 
     # 1. Tokens in commit order never go backwards.
     problems = tokens_never_go_back(allrows, NAMES)
@@ -641,18 +885,20 @@ def verify(logdir, rows, logrows, started, elapsed, run_problems):
     # acquired; and a transaction that passed the fence kept the lease from
     # changing hands while it stayed open.
     problems = no_write_after_later_acquire(allrows, acquires, NAMES)
+    problems += no_write_after_revoke(allrows, revoked)
     for e in rejects:
         if e["kind"] == "stale_inside" and e["detail"] != EXPIRED:
             problems.append(f"{e['name']}: stale insert of token {e['token']} inside its "
                             f"own fenced transaction was told {e['detail']!r}, not "
                             f"{EXPIRED!r}: the lease changed hands while the check was open")
-    tap.check("no holder wrote after a later holder took the lease (server clock)", problems)
+    tap.check("no holder wrote after a later holder took the lease or its token was "
+              "revoked (server clock)", problems)
 
     # 3. The ledger holds exactly the writes the clients saw commit.
     problems = ledger_matches(rows, committed, refused=refused, abandoned=abandoned,
-                              acquires=acquires, what="ledger")
+                              uncertain=uncertain, acquires=acquires, what="ledger")
     problems += ledger_matches(logrows, acommitted, refused=refused, abandoned=abandoned,
-                               acquires=acquires, what="acct_log")
+                               uncertain=uncertain, acquires=acquires, what="acct_log")
     tap.check("every write a client saw commit is in the ledger or acct_log, "
               "and nothing else", problems)
 
@@ -670,6 +916,8 @@ def verify(logdir, rows, logrows, started, elapsed, run_problems):
         # (stale_inside rejections must say EXPIRED: checked in 2.)
         if e["kind"] == "stale" and e["detail"] in NO_TOKEN:
             continue            # an undeclared write that carries no new token
+        if e["detail"] == RELEASED and e["token"] in revoked_tokens:
+            continue            # revoked (in a transaction of its own)
         if (e["kind"] != "stale_inside" and e["detail"] not in (EXPIRED, NEWER) and
                 not (e["detail"] or "").startswith(ROW_NEWER)):
             problems.append(f"{e['kind']} write {e['client']}/{e['cseqs']} with token "
@@ -697,7 +945,8 @@ def verify(logdir, rows, logrows, started, elapsed, run_problems):
         if e["seen_token"] != e["token"]:
             problems.append(f"{e['name']}: acquire returned token {e['token']}, "
                             f"dlock_leases showed {e['seen_token']} in the same transaction")
-    problems += leases_never_overlapped(acquires, releases, NAMES)
+    problems += leases_never_overlapped(acquires, releases + revokes_as_releases(revoked),
+                                        NAMES)
     tap.check("leases on one name never overlapped, tokens growing "
               "with the server clock", problems)
 
@@ -707,9 +956,19 @@ def verify(logdir, rows, logrows, started, elapsed, run_problems):
         problems.append(f"client {e['client']}: {e['what']}")
         if "trace" in e:
             problems.extend(e["trace"].rstrip().splitlines()[-3:])
-    tap.check("no SQLSTATE but LK001, every client stopped as planned", problems)
+    tap.check("no SQLSTATE but LK001 (or a transaction ended, test 8), every client "
+              "stopped as planned", problems)
 
-    # 8. The run did enough for the verdict to mean something.
+    # 8. Revokes and pinning: each ended transaction was ended by a revoke
+    # with force or by a waiter past the lease's expiry plus the pin grace;
+    # a revoked token was never released.
+    problems = ended_explained(ended, acquires, revokes, PIN_GRACE_MS * 1000)
+    problems += no_release_of_revoked(releases, revoked)
+    tap.check(f"every transaction ended ({len(ended)}) was ended by a revoke with force "
+              f"that names it or past its lease's expiry plus the {PIN_GRACE_MS} ms pin "
+              f"grace; no revoked token released", problems)
+
+    # 9. The run did enough for the verdict to mean something.
     problems = []
     if len(commits) < MIN_ACCEPTED:
         problems.append(f"only {len(commits)} accepted writes (want {MIN_ACCEPTED})")
@@ -732,12 +991,23 @@ def verify(logdir, rows, logrows, started, elapsed, run_problems):
             ("disconnect between transactions",
              sum(1 for e in drops if e["where"] == "between")),
             ("disconnect inside a write transaction",
-             sum(1 for e in drops if e["where"] == "inside"))):
+             sum(1 for e in drops if e["where"] == "inside")),
+            ("lease revoked", len(revoked)),
+            ("lease revoked with force", sum(1 for e in revoked if e["force"])),
+            ("revoke that waited for a transaction", sum(1 for e in revokes if e["waited_for"])),
+            ("transaction ended by a revoke", len(ended) - len(ended_by_waiter)),
+            ("transaction ended by a waiter past the pin grace", len(ended_by_waiter)),
+            ("running pinner cancelled",
+             sum(1 for e in ended_by_waiter if e["how"] == "cancel")),
+            ("idle pinner terminated",
+             sum(1 for e in ended_by_waiter if e["how"] == "terminate")),
+            ("pinner that committed after its lease expired", len(pinned_late))):
         if count == 0:
             problems.append(f"no {what}")
     tap.check(f"the run was busy: {len(commits)} accepted writes, "
               f"{len(acquires)} acquisitions, {len(stalls)} stalls, "
-              f"{len(drops)} disconnects", problems)
+              f"{len(drops)} disconnects, {len(revoked)} revokes, "
+              f"{len(pins)} pinning transactions", problems)
     return tap.failed
 
 
@@ -751,6 +1021,16 @@ def install_dlock():
                        capture_output=True, text=True)
     if r.returncode != 0:
         raise psycopg.Error("install_dlock failed: " + (r.stderr or r.stdout))
+
+
+def set_pin_grace(conn):
+    """A short pin grace for every holder: dlock.pin_grace for the database
+    (the C edition), dlock_sql_settings.pin_grace (the SQL edition)."""
+    if EDITION == "sql":
+        conn.execute(f"UPDATE dlock_sql_settings SET pin_grace = '{PIN_GRACE_MS} ms'")
+    else:
+        conn.execute(sql.SQL("ALTER DATABASE {} SET dlock.pin_grace = {}").format(
+            sql.Identifier(DB), sql.Literal(f"{PIN_GRACE_MS}ms")))
 
 
 def main():
@@ -770,6 +1050,7 @@ def main():
                 conn.execute(SCHEMA)
                 global MERGE
                 MERGE = conn.info.server_version >= 150000
+                set_pin_grace(conn)
         except psycopg.Error as e:
             print("1..1")
             print(f"not ok 1 - set up database {DB}")

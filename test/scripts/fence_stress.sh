@@ -5,7 +5,10 @@
 # At least 8 client processes fight over 3 lock names with a 150 ms TTL; some
 # stall past their lease, some disconnect while holding; every write goes
 # through the dlock_fence() trigger, in every statement shape (INSERT with a
-# token, UPDATE with and without the token column, DELETE, upsert, MERGE).
+# token, UPDATE with and without the token column, DELETE, upsert, MERGE);
+# some keep a checked transaction open past their lease (idle or running),
+# which a waiter ends after a 150 ms pin grace, and a revoker calls
+# dlock_revoke (with and without force) on the names meanwhile.
 # Afterwards the ledger and the audit log are checked against what the
 # clients saw.  The work is in fence_stress.py (its
 # docstring says what it checks); this wrapper runs it with Debian's
