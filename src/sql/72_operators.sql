@@ -274,6 +274,11 @@ BEGIN
 	UPDATE @extschema@.dlock_expiry AS x
 	   SET released_at = coalesce(x.released_at, pg_catalog.clock_timestamp()), min_hold = NULL, lock_delay = NULL
 	 WHERE x.name = $1;
+	-- A new version of the lease row too (its token unchanged): a check
+	-- whose REPEATABLE READ or SERIALIZABLE snapshot is older than the
+	-- revoke reads the lease unreleased, and its FOR SHARE on this row
+	-- then raises 40001 instead of passing (a11 finding 1).
+	UPDATE @extschema@.dlock_lease AS x SET token = x.token WHERE x.name = $1;
 	revoked_token := l.token;
 	PERFORM @extschema@.dlock_sql_event($1, 'revoked', l.token, l.owner);
 	RAISE LOG 'dlock: revoked lock "%" token %; waited for processes %, ended %', $1, l.token, waited_for, ended;
