@@ -241,12 +241,21 @@ BEGIN
 	LOOP
 		pins := @extschema@.dlock_sql_pinners($1);
 		waited_for := ARRAY(SELECT DISTINCT p FROM pg_catalog.unnest(waited_for || pins) AS p ORDER BY p);
+		got := false;
 		BEGIN
 			PERFORM @extschema@.dlock_sql_bound(deadline, 0);
 			SELECT x.* INTO l FROM @extschema@.dlock_lease AS x WHERE x.name = $1 FOR UPDATE;
 			got := true;
+			-- A renewal or release left open holds the expiry row: bounded
+			-- by the same deadline, and no pinner to end (a11 finding 3).
+			SELECT x.* INTO e FROM @extschema@.dlock_expiry AS x WHERE x.name = $1 FOR UPDATE;
 		EXCEPTION WHEN lock_not_available THEN
-			got := false;
+			IF got THEN
+				PERFORM pg_catalog.set_config('lock_timeout', saved, true);
+				RAISE EXCEPTION 'could not revoke lock "%": a renewal or release of it is in progress', $1
+					USING ERRCODE = '55P03',
+						  HINT = 'Another transaction changed the lease and has not ended; revoke again once it has.';
+			END IF;
 		END;
 		PERFORM pg_catalog.set_config('lock_timeout', saved, true);
 		EXIT WHEN got;
@@ -266,7 +275,6 @@ BEGIN
 	IF l.name IS NULL OR ($2 IS NOT NULL AND l.token <> $2) THEN
 		RETURN;
 	END IF;
-	SELECT x.* INTO e FROM @extschema@.dlock_expiry AS x WHERE x.name = $1 FOR UPDATE;
 	IF e.released_at IS NOT NULL AND @extschema@.dlock_sql_available_at(l.acquired_at, e.expires_at,
 			e.released_at, e.min_hold, e.lock_delay) <= pg_catalog.clock_timestamp() THEN
 		RETURN;
