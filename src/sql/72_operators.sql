@@ -50,8 +50,8 @@ COMMENT ON FUNCTION @extschema@.dlock_sql_hold_args(pg_catalog.interval, pg_cata
 
 -- Store them with the lease that token holds, after the acquire or renewal
 -- wrote its rows (a new lease's are NULL: dlock_sql_write_new); a new
--- value only, so that the usual call writes nothing more.  An owner's
--- renewal keeps the minimum hold unless it passes one.
+-- value only, so that the usual call writes nothing more.  A NULL
+-- min_hold keeps the lease's (an owner's renewal passes NULL).
 CREATE FUNCTION @extschema@.dlock_sql_hold_store(name pg_catalog.text, token pg_catalog.int8,
 	min_hold pg_catalog.interval, lock_delay pg_catalog.interval)
 RETURNS void
@@ -94,13 +94,19 @@ AS $dlock$
 DECLARE
 	h record;
 	t pg_catalog.int8;
+	last pg_catalog.int8;
 BEGIN
 	PERFORM @extschema@.dlock_sql_check_name($1);
 	PERFORM @extschema@.dlock_sql_expiry($2, pg_catalog.clock_timestamp());
 	h := @extschema@.dlock_sql_hold_args($2, $5, $6);
+	-- The token the name had: an acquire that returns it renewed the
+	-- owner's lease (a new lease draws a new token), which keeps the
+	-- minimum hold it was acquired with (a11 finding 6).
+	SELECT e.token INTO last FROM @extschema@.dlock_expiry AS e WHERE e.name = $1;
 	t := @extschema@.dlock_sql_acquire($1, $2, $3, $4);
 	IF t IS NOT NULL THEN
-		PERFORM @extschema@.dlock_sql_hold_store($1, t, h.min_hold, h.lock_delay);
+		PERFORM @extschema@.dlock_sql_hold_store($1, t, CASE WHEN t IS DISTINCT FROM last THEN h.min_hold END,
+			h.lock_delay);
 	END IF;
 	RETURN t;
 END

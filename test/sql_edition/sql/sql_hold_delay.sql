@@ -98,3 +98,15 @@ RESET ROLE;
 UPDATE dlock_sql_settings SET lock_delay = '-1 s';
 \echo :LAST_ERROR_SQLSTATE
 UPDATE dlock_sql_settings SET lock_delay = '0';
+
+-- a11 finding 6: an owner's re-acquire keeps the minimum hold the lease
+-- was acquired with (a shorter one passed is ignored, as in the C edition).
+SET ROLE alice;
+SELECT dlock_acquire('h-owner', '1 min', owner => 'o', min_hold => '30 s') AS o1 \gset
+SELECT dlock_acquire('h-owner', '1 min', owner => 'o', min_hold => '1 ms') = :o1 AS same_token;
+SELECT min_hold FROM dlock_leases WHERE name = 'h-owner';
+SELECT dlock_release('h-owner', :o1) AS released;
+RESET ROLE;
+SET ROLE bob;
+SELECT dlock_acquire('h-owner', '1 min') IS NOT NULL AS other_role_at_once;
+RESET ROLE;
