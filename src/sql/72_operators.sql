@@ -291,7 +291,8 @@ BEGIN
 	-- A new version of the lease row too (its token unchanged): a check
 	-- whose REPEATABLE READ or SERIALIZABLE snapshot is older than the
 	-- revoke reads the lease unreleased, and its FOR SHARE on this row
-	-- then raises 40001 instead of passing (a11 finding 1).
+	-- then raises 40001 instead of passing (a11 finding 1); the row's
+	-- trigger dlock_sql_durable_revoke makes the commit durable (finding 8).
 	UPDATE @extschema@.dlock_lease AS x SET token = x.token WHERE x.name = $1;
 	revoked_token := l.token;
 	PERFORM @extschema@.dlock_sql_event($1, 'revoked', l.token, l.owner);
@@ -301,6 +302,17 @@ $dlock$;
 REVOKE ALL ON FUNCTION @extschema@.dlock_revoke(pg_catalog.text, pg_catalog.int8, pg_catalog.interval, pg_catalog.bool) FROM PUBLIC;
 COMMENT ON FUNCTION @extschema@.dlock_revoke(pg_catalog.text, pg_catalog.int8, pg_catalog.interval, pg_catalog.bool) IS
 	'end the lease on name (held by token, if not NULL) once every transaction holding its check protection has ended, waiting up to wait (with force, cancelling or terminating them); skips minimum hold and lock-delay; revoked_token is NULL when nothing was revoked';
+
+-- A revoke's commit is durable, as the C edition's is: its rewrite of the
+-- lease row (the only update of that row that keeps its token) queues
+-- dlock_sql_durable_commit, as a new token or expiry does (20_token.sql).
+CREATE CONSTRAINT TRIGGER dlock_sql_durable_revoke
+	AFTER UPDATE ON @extschema@.dlock_lease
+	DEFERRABLE INITIALLY DEFERRED
+	FOR EACH ROW WHEN (OLD.token = NEW.token)
+	EXECUTE FUNCTION @extschema@.dlock_sql_durable_commit();
+COMMENT ON TRIGGER dlock_sql_durable_revoke ON @extschema@.dlock_lease IS
+	'dlock (SQL edition): a revoke makes the transaction commit synchronously, whatever synchronous_commit is at the call';
 
 -- Bounded pinning (issue 27 item 7), for the head of a queue that found
 -- the lease of name free: with a pin grace stored with the lease, true
