@@ -99,6 +99,18 @@ UPDATE dlock_sql_settings SET lock_delay = '-1 s';
 \echo :LAST_ERROR_SQLSTATE
 UPDATE dlock_sql_settings SET lock_delay = '0';
 
+-- a11 finding 9: the setting's lock-delay above max_ttl is refused by a
+-- plain acquire as by one that passes it (22023), nothing stored.
+UPDATE dlock_sql_settings SET lock_delay = '2 days';
+SET ROLE alice;
+SELECT dlock_acquire('h-set-over', '1 min');
+\echo :LAST_ERROR_SQLSTATE
+SELECT dlock_acquire('h-set-over', '1 min', owner => 'o');
+\echo :LAST_ERROR_SQLSTATE
+SELECT count(*) AS rows_of_h_set_over FROM dlock_leases WHERE name = 'h-set-over';
+RESET ROLE;
+UPDATE dlock_sql_settings SET lock_delay = '0';
+
 -- a11 finding 6: an owner's re-acquire keeps the minimum hold the lease
 -- was acquired with (a shorter one passed is ignored, as in the C edition).
 SET ROLE alice;
