@@ -239,7 +239,13 @@ BEGIN
 		UPDATE @extschema@.dlock_stats_retired AS r
 		   SET acquisitions = 0, owner_renewals = 0, renewals = 0, releases = 0, takeovers = 0,
 			   lost = 0, waits = 0, wait_us = 0, wait_max_us = 0, stats_reset = now;
-	ELSE
+	END IF;
+	-- One name: what moves to the totals and the new baseline are read in
+	-- one statement, so in one snapshot: a renewal that commits while the
+	-- reset runs is in both or in neither (a11 finding 7).
+	WITH s AS (
+		SELECT x.* FROM @extschema@.dlock_stats AS x WHERE $1 IS NOT NULL AND x.name = $1
+	), moved AS (
 		UPDATE @extschema@.dlock_stats_retired AS r
 		   SET acquisitions = r.acquisitions + s.acquisitions,
 			   owner_renewals = r.owner_renewals + s.owner_renewals,
@@ -248,9 +254,8 @@ BEGIN
 			   waits = r.waits + s.waits,
 			   wait_us = r.wait_us + pg_catalog.round(s.wait_time * 1000000)::pg_catalog.int8,
 			   wait_max_us = GREATEST(r.wait_max_us, pg_catalog.round(s.wait_time_max * 1000000)::pg_catalog.int8)
-		  FROM @extschema@.dlock_stats AS s
-		 WHERE s.name = $1;
-	END IF;
+		  FROM s
+	)
 	INSERT INTO @extschema@.dlock_sql_stats_base AS b
 		SELECT e.name, e.stats_since, e.acquisitions, e.owner_renewals, e.renewals, e.releases,
 			   e.takeovers, e.lost, e.waits, e.wait_us, now
