@@ -303,7 +303,9 @@ COMMENT ON FUNCTION @extschema@.dlock_sql_stats_reset_at(pg_catalog.text, pg_cat
 --   - a pinner holds FOR SHARE on the dlock_lease row of a lease that is no
 --     longer held: the row's xmax, a live transaction that is not the one
 --     that changes the lease (a hand-over or a cleanup locks the
---     dlock_expiry row too), or the live FOR SHARE members of its MultiXact.
+--     dlock_expiry row too; a pinner that renewed the lease wrote the
+--     dlock_expiry row, and no dlock_lease row: it counts), or the live
+--     FOR SHARE members of its MultiXact.
 -- A transaction is live when it holds the lock on its own ID (pg_locks,
 -- transactionid, ExclusiveLock).  A row's xmax does not say whether it is a
 -- MultiXact; it is taken as one only when it is not a live transaction and
@@ -347,6 +349,13 @@ AS $dlock$
 		SELECT l.transactionid AS xid, l.pid FROM lk AS l
 		 WHERE l.locktype OPERATOR(pg_catalog.=) 'transactionid' AND l.mode OPERATOR(pg_catalog.=) 'ExclusiveLock'
 		   AND l.granted AND l.pid IS NOT NULL
+	), rel AS MATERIALIZED (
+		-- Who writes dlock's tables in this database.
+		SELECT l.pid, l.relation FROM lk AS l
+		 WHERE l.locktype OPERATOR(pg_catalog.=) 'relation' AND l.mode OPERATOR(pg_catalog.=) 'RowExclusiveLock'
+		   AND l.granted AND l.database OPERATOR(pg_catalog.=)
+			   (SELECT d.oid FROM pg_catalog.pg_database AS d
+				 WHERE d.datname OPERATOR(pg_catalog.=) pg_catalog.current_database())
 	), lease AS MATERIALIZED (
 		SELECT l.name, l.xmax AS lx, e.xmax AS ex, e.expires_at,
 			   (e.released_at IS NULL AND e.expires_at OPERATOR(pg_catalog.>) pg_catalog.clock_timestamp()) AS held
@@ -385,7 +394,16 @@ AS $dlock$
 		  FROM lease AS s
 		 CROSS JOIN LATERAL (
 			SELECT v.pid FROM live AS v
-			 WHERE v.xid OPERATOR(pg_catalog.=) s.lx AND s.lx OPERATOR(pg_catalog.<>) s.ex
+			 WHERE v.xid OPERATOR(pg_catalog.=) s.lx
+			   AND (s.lx OPERATOR(pg_catalog.<>) s.ex
+					-- The same transaction locked both rows: a hand-over or
+					-- a cleanup (which writes or deletes the lease row), or a
+					-- pinner that renewed the lease (which writes only the
+					-- expiry row; a11 finding 10).
+					OR (EXISTS (SELECT FROM rel AS r WHERE r.pid OPERATOR(pg_catalog.=) v.pid
+								AND r.relation OPERATOR(pg_catalog.=) '@extschema@.dlock_expiry'::pg_catalog.regclass)
+						AND NOT EXISTS (SELECT FROM rel AS r WHERE r.pid OPERATOR(pg_catalog.=) v.pid
+								AND r.relation OPERATOR(pg_catalog.=) '@extschema@.dlock_lease'::pg_catalog.regclass)))
 			UNION
 			SELECT v.pid FROM @extschema@.dlock_sql_multi_members(s.lx) AS m
 			  JOIN live AS v ON v.xid OPERATOR(pg_catalog.=) m.xid
