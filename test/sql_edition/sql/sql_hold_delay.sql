@@ -122,3 +122,20 @@ RESET ROLE;
 SET ROLE bob;
 SELECT dlock_acquire('h-owner', '1 min') IS NOT NULL AS other_role_at_once;
 RESET ROLE;
+
+-- The minimum hold also after an expiry (a10 F7, a11 "Also"): a renewal
+-- with a short ttl that expires does not end it early.
+SET ROLE alice;
+SELECT dlock_acquire('h-short', '1 min', min_hold => '4 s') AS s1 \gset
+SELECT dlock_renew('h-short', :s1, '100 ms') AS renewed;
+SELECT pg_sleep(0.5);
+SELECT held, available_at = acquired_at + min_hold AS available_at_min_hold,
+       available_at > clock_timestamp() AS not_yet
+  FROM dlock_leases WHERE name = 'h-short';
+RESET ROLE;
+SET ROLE bob;
+SELECT dlock_acquire('h-short', '1 min') AS other_role;
+SELECT available_at AS short_until FROM dlock_leases WHERE name = 'h-short' \gset
+SELECT dlock_acquire('h-short', '1 min', wait => '20 s') > :s1 AS newer;
+SELECT acquired_at >= :'short_until' AS not_before FROM dlock_leases WHERE name = 'h-short';
+RESET ROLE;
