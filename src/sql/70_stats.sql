@@ -308,8 +308,34 @@ COMMENT ON FUNCTION @extschema@.dlock_sql_stats_reset_at(pg_catalog.text, pg_cat
 --     FOR SHARE members of its MultiXact.
 -- A transaction is live when it holds the lock on its own ID (pg_locks,
 -- transactionid, ExclusiveLock).  A row's xmax does not say whether it is a
--- MultiXact; it is taken as one only when it is not a live transaction and
--- is below the next MultiXact ID (mxid_age > 0).
+-- MultiXact: dlock_sql_xmax_kind says what it can be, and a row whose
+-- xmax can be either has no locker listed.
+
+-- What the xmax x of a row of rel can be (a11 finding 2): SQL cannot read
+-- the tuple's infomask, which says whether x is a transaction ID or a
+-- MultiXact ID.  'xid' when x can only be a transaction ID (not a
+-- MultiXact of rel: below rel's relminmxid or not yet made), 'multi' when
+-- it can only be a MultiXact (a transaction ID older than rel's
+-- relfrozenxid, which no row of rel keeps), 'ambiguous' when it can be
+-- either (the MultiXact counter has reached the transaction IDs in use:
+-- then nobody is taken for its locker), 'none' for no locker.
+CREATE FUNCTION @extschema@.dlock_sql_xmax_kind(x pg_catalog.xid, rel pg_catalog.regclass)
+RETURNS pg_catalog.text
+LANGUAGE sql STABLE PARALLEL SAFE
+AS $dlock$
+SELECT CASE WHEN x::pg_catalog.text OPERATOR(pg_catalog.=) '0' THEN 'none'
+			WHEN k.m AND k.t THEN 'ambiguous' WHEN k.m THEN 'multi' WHEN k.t THEN 'xid' ELSE 'none' END
+  FROM (SELECT pg_catalog.mxid_age(x) OPERATOR(pg_catalog.>) 0
+			   AND pg_catalog.mxid_age(x) OPERATOR(pg_catalog.<=) pg_catalog.mxid_age(c.relminmxid) AS m,
+			   x::pg_catalog.text::pg_catalog.int8 OPERATOR(pg_catalog.>=) 3
+			   AND (x::pg_catalog.text::pg_catalog.int8 OPERATOR(pg_catalog.-) c.relfrozenxid::pg_catalog.text::pg_catalog.int8
+					OPERATOR(pg_catalog.+) 4294967296) OPERATOR(pg_catalog.%) 4294967296
+				   OPERATOR(pg_catalog.<) 2147483648 AS t
+		  FROM pg_catalog.pg_class AS c WHERE c.oid OPERATOR(pg_catalog.=) rel) AS k
+$dlock$;
+REVOKE ALL ON FUNCTION @extschema@.dlock_sql_xmax_kind(pg_catalog.xid, pg_catalog.regclass) FROM PUBLIC;
+COMMENT ON FUNCTION @extschema@.dlock_sql_xmax_kind(pg_catalog.xid, pg_catalog.regclass) IS
+	'internal (dlock_waiters, dlock_revoke, bounded pinning): whether the xmax x of a row of rel is a transaction ID, a MultiXact ID, either (ambiguous) or none';
 
 -- The members of MultiXact x, or none where x is not one.
 CREATE FUNCTION @extschema@.dlock_sql_multi_members(x pg_catalog.xid)
@@ -358,24 +384,25 @@ AS $dlock$
 				 WHERE d.datname OPERATOR(pg_catalog.=) pg_catalog.current_database())
 	), lease AS MATERIALIZED (
 		SELECT l.name, l.xmax AS lx, e.xmax AS ex, e.expires_at,
+			   @extschema@.dlock_sql_xmax_kind(l.xmax, '@extschema@.dlock_lease'::pg_catalog.regclass) AS kind,
 			   (e.released_at IS NULL AND e.expires_at OPERATOR(pg_catalog.>) pg_catalog.clock_timestamp()) AS held
 		  FROM @extschema@.dlock_lease AS l
 		  JOIN @extschema@.dlock_expiry AS e ON e.name OPERATOR(pg_catalog.=) l.name
 	), queued AS (
 		-- The head: the locker of the queue row, while it waits.
 		SELECT q.name, h.pid, 0 AS rank, NULL::pg_catalog.timestamptz AS waitstart
-		  FROM @extschema@.dlock_sql_queue AS q
+		  FROM (SELECT x.name, x.xmax,
+					   @extschema@.dlock_sql_xmax_kind(x.xmax, '@extschema@.dlock_sql_queue'::pg_catalog.regclass) AS kind
+				  FROM @extschema@.dlock_sql_queue AS x) AS q
 		 CROSS JOIN LATERAL (
-			SELECT v.pid FROM live AS v WHERE v.xid OPERATOR(pg_catalog.=) q.xmax
+			SELECT v.pid FROM live AS v
+			 WHERE q.kind OPERATOR(pg_catalog.=) 'xid' AND v.xid OPERATOR(pg_catalog.=) q.xmax
 			UNION
-			SELECT v.pid FROM @extschema@.dlock_sql_multi_members(q.xmax) AS m
+			SELECT v.pid
+			  FROM @extschema@.dlock_sql_multi_members(CASE WHEN q.kind OPERATOR(pg_catalog.=) 'multi' THEN q.xmax END) AS m
 			  JOIN live AS v ON v.xid OPERATOR(pg_catalog.=) m.xid
-			 WHERE m.mode OPERATOR(pg_catalog.=) 'upd'
-			   AND NOT EXISTS (SELECT FROM live AS v2 WHERE v2.xid OPERATOR(pg_catalog.=) q.xmax)) AS h
-		 WHERE q.xmax::pg_catalog.text OPERATOR(pg_catalog.<>) '0'
-		   AND (EXISTS (SELECT FROM live AS v WHERE v.xid OPERATOR(pg_catalog.=) q.xmax)
-				OR pg_catalog.mxid_age(q.xmax) OPERATOR(pg_catalog.>) 0)
-		   AND (EXISTS (SELECT FROM lease AS s WHERE s.name OPERATOR(pg_catalog.=) q.name AND s.held)
+			 WHERE m.mode OPERATOR(pg_catalog.=) 'upd') AS h
+		 WHERE (EXISTS (SELECT FROM lease AS s WHERE s.name OPERATOR(pg_catalog.=) q.name AND s.held)
 				OR EXISTS (SELECT FROM lk AS b WHERE b.pid OPERATOR(pg_catalog.=) h.pid AND NOT b.granted))
 		UNION ALL
 		-- The others: the tuple lock of the queue row, held by the next in
@@ -394,7 +421,7 @@ AS $dlock$
 		  FROM lease AS s
 		 CROSS JOIN LATERAL (
 			SELECT v.pid FROM live AS v
-			 WHERE v.xid OPERATOR(pg_catalog.=) s.lx
+			 WHERE s.kind OPERATOR(pg_catalog.=) 'xid' AND v.xid OPERATOR(pg_catalog.=) s.lx
 			   AND (s.lx OPERATOR(pg_catalog.<>) s.ex
 					-- The same transaction locked both rows: a hand-over or
 					-- a cleanup (which writes or deletes the lease row), or a
@@ -405,13 +432,11 @@ AS $dlock$
 						AND NOT EXISTS (SELECT FROM rel AS r WHERE r.pid OPERATOR(pg_catalog.=) v.pid
 								AND r.relation OPERATOR(pg_catalog.=) '@extschema@.dlock_lease'::pg_catalog.regclass)))
 			UNION
-			SELECT v.pid FROM @extschema@.dlock_sql_multi_members(s.lx) AS m
+			SELECT v.pid
+			  FROM @extschema@.dlock_sql_multi_members(CASE WHEN s.kind OPERATOR(pg_catalog.=) 'multi' THEN s.lx END) AS m
 			  JOIN live AS v ON v.xid OPERATOR(pg_catalog.=) m.xid
-			 WHERE m.mode OPERATOR(pg_catalog.=) 'sh'
-			   AND NOT EXISTS (SELECT FROM live AS v2 WHERE v2.xid OPERATOR(pg_catalog.=) s.lx)) AS p
-		 WHERE NOT s.held AND s.lx::pg_catalog.text OPERATOR(pg_catalog.<>) '0'
-		   AND (EXISTS (SELECT FROM live AS v WHERE v.xid OPERATOR(pg_catalog.=) s.lx)
-				OR pg_catalog.mxid_age(s.lx) OPERATOR(pg_catalog.>) 0)
+			 WHERE m.mode OPERATOR(pg_catalog.=) 'sh') AS p
+		 WHERE NOT s.held
 	)
 	SELECT x.name, 'waiting'::pg_catalog.text, x.pid, x.rank OPERATOR(pg_catalog.=) 0, x.waitstart,
 		   NULL::pg_catalog.timestamptz

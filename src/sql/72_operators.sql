@@ -119,22 +119,19 @@ COMMENT ON FUNCTION @extschema@.dlock_sql_acquire_hold(pg_catalog.text, pg_catal
 -- name (the check protection; also a hand-over in progress), this one
 -- excepted.  SQL cannot read the tuple's infomask, so it cannot tell a
 -- row's xmax that is one locker's XID from one that is a MultiXact of
--- several: a backend counts only if it holds a row-level lock on
--- dlock_lease (RowShareLock, which FOR SHARE and FOR UPDATE take) and an
--- XID (its own or a subtransaction's) that is the xmax, or a member of
--- the MultiXact of that number when one exists in this database
--- (datminmxid <= xmax < the next MultiXact: pg_get_multixact_members
--- raises an error outside).  docs/editions.md, "Revoke and pinning".
+-- several: dlock_sql_xmax_kind says which it can be, and where it can be
+-- both, nobody counts (a11 finding 2: a backend whose XID has the number
+-- of the MultiXact would be ended).  A backend counts only if it holds a
+-- row-level lock on dlock_lease (RowShareLock, which FOR SHARE and FOR
+-- UPDATE take) and an XID (its own or a subtransaction's) that is the
+-- xmax, or a member of the MultiXact.  docs/editions.md, "Revoke and
+-- pinning".
 CREATE FUNCTION @extschema@.dlock_sql_pinners(name pg_catalog.text)
 RETURNS pg_catalog.int4[]
 LANGUAGE sql VOLATILE PARALLEL UNSAFE
 AS $dlock$
 WITH lease AS (
-	SELECT l.xmax AS x,
-		   pg_catalog.mxid_age(l.xmax) OPERATOR(pg_catalog.>) 0
-		   AND pg_catalog.mxid_age(l.xmax) OPERATOR(pg_catalog.<=)
-			   (SELECT pg_catalog.mxid_age(d.datminmxid) FROM pg_catalog.pg_database AS d
-				 WHERE d.datname OPERATOR(pg_catalog.=) pg_catalog.current_database()) AS multi
+	SELECT l.xmax AS x, @extschema@.dlock_sql_xmax_kind(l.xmax, '@extschema@.dlock_lease'::pg_catalog.regclass) AS kind
 	  FROM @extschema@.dlock_lease AS l WHERE l.name OPERATOR(pg_catalog.=) $1
 ), xids AS (
 	SELECT x.pid, x.transactionid
@@ -147,10 +144,10 @@ WITH lease AS (
 	   AND r.database OPERATOR(pg_catalog.=) (SELECT d.oid FROM pg_catalog.pg_database AS d
 											  WHERE d.datname OPERATOR(pg_catalog.=) pg_catalog.current_database())
 ), lockers AS (
-	SELECT lease.x AS xid FROM lease
+	SELECT lease.x AS xid FROM lease WHERE lease.kind OPERATOR(pg_catalog.=) 'xid'
 	UNION ALL
 	SELECT m.xid FROM lease,
-		   LATERAL pg_catalog.pg_get_multixact_members(CASE WHEN lease.multi THEN lease.x END) AS m
+		   LATERAL pg_catalog.pg_get_multixact_members(CASE WHEN lease.kind OPERATOR(pg_catalog.=) 'multi' THEN lease.x END) AS m
 )
 SELECT coalesce(pg_catalog.array_agg(DISTINCT xids.pid ORDER BY xids.pid), '{}')
   FROM xids JOIN lockers ON lockers.xid OPERATOR(pg_catalog.=) xids.transactionid
@@ -269,7 +266,8 @@ BEGIN
 		IF NOT $4 OR rounds >= 2 THEN
 			RAISE EXCEPTION 'could not revoke lock "%": its check protection is still held', $1
 				USING ERRCODE = '55P03',
-					  DETAIL = pg_catalog.format('Processes %s hold it.', pins),
+					  DETAIL = CASE WHEN pins = '{}' THEN 'No session could be told to hold it: the lease row''s lock may be recorded as a number that is both a transaction ID and a MultiXact ID in use.'
+									ELSE pg_catalog.format('Processes %s hold it.', pins) END,
 					  HINT = CASE WHEN $4 THEN 'They could not be ended: the tables'' owner may not signal them, or they did not end in time.'
 								  ELSE 'Wait longer, end them, or revoke with force => true.' END;
 		END IF;
