@@ -303,9 +303,10 @@ COMMENT ON FUNCTION @extschema@.dlock_sql_stats_reset_at(pg_catalog.text, pg_cat
 --   - a pinner holds FOR SHARE on the dlock_lease row of a lease that is no
 --     longer held: the row's xmax, a live transaction that is not the one
 --     that changes the lease (a hand-over or a cleanup locks the
---     dlock_expiry row too; a pinner that renewed the lease wrote the
---     dlock_expiry row, and no dlock_lease row: it counts), or the live
---     FOR SHARE members of its MultiXact.
+--     dlock_expiry row too, and writes or deletes the dlock_lease row; a
+--     pinner that renewed the lease in its transaction wrote dlock_expiry
+--     and not dlock_lease, and counts: a11 finding 10), or the live FOR
+--     SHARE members of its MultiXact.
 -- A transaction is live when it holds the lock on its own ID (pg_locks,
 -- transactionid, ExclusiveLock).  A row's xmax does not say whether it is a
 -- MultiXact: dlock_sql_xmax_kind says what it can be, and a row whose
@@ -375,13 +376,15 @@ AS $dlock$
 		SELECT l.transactionid AS xid, l.pid FROM lk AS l
 		 WHERE l.locktype OPERATOR(pg_catalog.=) 'transactionid' AND l.mode OPERATOR(pg_catalog.=) 'ExclusiveLock'
 		   AND l.granted AND l.pid IS NOT NULL
-	), rel AS MATERIALIZED (
-		-- Who writes dlock's tables in this database.
-		SELECT l.pid, l.relation FROM lk AS l
+	), renewers AS MATERIALIZED (
+		-- Those that wrote dlock_expiry, and not dlock_lease, in this database.
+		SELECT l.pid FROM lk AS l
 		 WHERE l.locktype OPERATOR(pg_catalog.=) 'relation' AND l.mode OPERATOR(pg_catalog.=) 'RowExclusiveLock'
-		   AND l.granted AND l.database OPERATOR(pg_catalog.=)
-			   (SELECT d.oid FROM pg_catalog.pg_database AS d
+		   AND l.granted AND l.database OPERATOR(pg_catalog.=) (SELECT d.oid FROM pg_catalog.pg_database AS d
 				 WHERE d.datname OPERATOR(pg_catalog.=) pg_catalog.current_database())
+		 GROUP BY l.pid
+		HAVING pg_catalog.bool_or(l.relation OPERATOR(pg_catalog.=) '@extschema@.dlock_expiry'::pg_catalog.regclass)
+		   AND NOT pg_catalog.bool_or(l.relation OPERATOR(pg_catalog.=) '@extschema@.dlock_lease'::pg_catalog.regclass)
 	), lease AS MATERIALIZED (
 		SELECT l.name, l.xmax AS lx, e.xmax AS ex, e.expires_at,
 			   @extschema@.dlock_sql_xmax_kind(l.xmax, '@extschema@.dlock_lease'::pg_catalog.regclass) AS kind,
@@ -422,15 +425,7 @@ AS $dlock$
 		 CROSS JOIN LATERAL (
 			SELECT v.pid FROM live AS v
 			 WHERE s.kind OPERATOR(pg_catalog.=) 'xid' AND v.xid OPERATOR(pg_catalog.=) s.lx
-			   AND (s.lx OPERATOR(pg_catalog.<>) s.ex
-					-- The same transaction locked both rows: a hand-over or
-					-- a cleanup (which writes or deletes the lease row), or a
-					-- pinner that renewed the lease (which writes only the
-					-- expiry row; a11 finding 10).
-					OR (EXISTS (SELECT FROM rel AS r WHERE r.pid OPERATOR(pg_catalog.=) v.pid
-								AND r.relation OPERATOR(pg_catalog.=) '@extschema@.dlock_expiry'::pg_catalog.regclass)
-						AND NOT EXISTS (SELECT FROM rel AS r WHERE r.pid OPERATOR(pg_catalog.=) v.pid
-								AND r.relation OPERATOR(pg_catalog.=) '@extschema@.dlock_lease'::pg_catalog.regclass)))
+			   AND (s.lx OPERATOR(pg_catalog.<>) s.ex OR v.pid IN (SELECT r.pid FROM renewers AS r))
 			UNION
 			SELECT v.pid
 			  FROM @extschema@.dlock_sql_multi_members(CASE WHEN s.kind OPERATOR(pg_catalog.=) 'multi' THEN s.lx END) AS m

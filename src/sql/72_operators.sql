@@ -202,6 +202,28 @@ REVOKE ALL ON FUNCTION @extschema@.dlock_sql_end_pinners(pg_catalog.text, pg_cat
 COMMENT ON FUNCTION @extschema@.dlock_sql_end_pinners(pg_catalog.text, pg_catalog.int4[], pg_catalog.bool) IS
 	'internal: cancel or terminate the transactions of pids that hold the check protection of name, where the tables'' owner may signal them';
 
+-- A revoke's writes, under its locks: the lease marked released, without
+-- its minimum hold and lock-delay; and a new version of the lease row (its
+-- token unchanged), so that a check whose REPEATABLE READ or SERIALIZABLE
+-- snapshot is older than the revoke, which reads the lease unreleased,
+-- raises 40001 from its FOR SHARE on that row instead of passing (a11
+-- finding 1); that row's trigger dlock_sql_durable_revoke makes the commit
+-- durable (finding 8).
+CREATE FUNCTION @extschema@.dlock_sql_revoke_write(name pg_catalog.text)
+RETURNS void
+LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
+AS $dlock$
+BEGIN
+	UPDATE @extschema@.dlock_expiry AS x
+	   SET released_at = coalesce(x.released_at, pg_catalog.clock_timestamp()), min_hold = NULL, lock_delay = NULL
+	 WHERE x.name = $1;
+	UPDATE @extschema@.dlock_lease AS x SET token = x.token WHERE x.name = $1;
+END
+$dlock$;
+REVOKE ALL ON FUNCTION @extschema@.dlock_sql_revoke_write(pg_catalog.text) FROM PUBLIC;
+COMMENT ON FUNCTION @extschema@.dlock_sql_revoke_write(pg_catalog.text) IS
+	'internal (dlock_revoke): mark the lease of name released and write a new version of its lease row';
+
 -- dlock_revoke: wait, as a hand-over does (FOR UPDATE on the lease row,
 -- bounded by lock_timeout), until no transaction holds the lease row's
 -- check protection, ending them with force once wait is over (a cancel or,
@@ -249,8 +271,7 @@ BEGIN
 			PERFORM @extschema@.dlock_sql_bound(deadline, 0);
 			SELECT x.* INTO l FROM @extschema@.dlock_lease AS x WHERE x.name = $1 FOR UPDATE;
 			got := true;
-			-- A renewal or release left open holds the expiry row: bounded
-			-- by the same deadline, and no pinner to end (a11 finding 3).
+			-- Bounded too: a renewal or release left open (a11 finding 3).
 			SELECT x.* INTO e FROM @extschema@.dlock_expiry AS x WHERE x.name = $1 FOR UPDATE;
 		EXCEPTION WHEN lock_not_available THEN
 			IF got THEN
@@ -283,15 +304,7 @@ BEGIN
 			e.released_at, e.min_hold, e.lock_delay) <= pg_catalog.clock_timestamp() THEN
 		RETURN;
 	END IF;
-	UPDATE @extschema@.dlock_expiry AS x
-	   SET released_at = coalesce(x.released_at, pg_catalog.clock_timestamp()), min_hold = NULL, lock_delay = NULL
-	 WHERE x.name = $1;
-	-- A new version of the lease row too (its token unchanged): a check
-	-- whose REPEATABLE READ or SERIALIZABLE snapshot is older than the
-	-- revoke reads the lease unreleased, and its FOR SHARE on this row
-	-- then raises 40001 instead of passing (a11 finding 1); the row's
-	-- trigger dlock_sql_durable_revoke makes the commit durable (finding 8).
-	UPDATE @extschema@.dlock_lease AS x SET token = x.token WHERE x.name = $1;
+	PERFORM @extschema@.dlock_sql_revoke_write($1);
 	revoked_token := l.token;
 	PERFORM @extschema@.dlock_sql_event($1, 'revoked', l.token, l.owner);
 	RAISE LOG 'dlock: revoked lock "%" token %; waited for processes %, ended %', $1, l.token, waited_for, ended;

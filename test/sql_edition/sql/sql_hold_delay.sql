@@ -136,6 +136,13 @@ RESET ROLE;
 SET ROLE bob;
 SELECT dlock_acquire('h-short', '1 min') AS other_role;
 SELECT available_at AS short_until FROM dlock_leases WHERE name = 'h-short' \gset
-SELECT dlock_acquire('h-short', '1 min', wait => '20 s') > :s1 AS newer;
-SELECT acquired_at >= :'short_until' AS not_before FROM dlock_leases WHERE name = 'h-short';
+SELECT dlock_acquire('h-short', '1 min', wait => '20 s') AS s2 \gset
+SELECT :s2 > :s1 AS newer, acquired_at >= :'short_until' AS not_before FROM dlock_leases WHERE name = 'h-short';
+SELECT dlock_release('h-short', :s2) AS released;
 RESET ROLE;
+
+-- Leave no lease behind for the tests that follow (sql_stats counts the
+-- leases a cleanup finds expired).
+DELETE FROM dlock_expiry WHERE name LIKE 'h-%';
+DELETE FROM dlock_lease WHERE name LIKE 'h-%';
+DELETE FROM dlock_sql_queue WHERE name LIKE 'h-%';
