@@ -63,7 +63,9 @@ COMMENT ON COLUMN @extschema@.dlock_expiry.lock_delay IS 'the lock-delay of the 
 -- When a lease that is not held can be taken again (issue 27 items 5 and
 -- 6; a held lease's result is when it could be, at the earliest): after a
 -- release, at acquired_at + min_hold (a revoke clears min_hold); after an
--- expiry without release, at expires_at + lock_delay.
+-- expiry without release, at expires_at + lock_delay, and not before
+-- acquired_at + min_hold either (a renewal with a short ttl that expires
+-- does not end the minimum hold early: a10 F7, a11 "Also").
 CREATE FUNCTION @extschema@.dlock_sql_available_at(acquired_at pg_catalog.timestamptz,
 	expires_at pg_catalog.timestamptz, released_at pg_catalog.timestamptz,
 	min_hold pg_catalog.interval, lock_delay pg_catalog.interval)
@@ -72,10 +74,11 @@ LANGUAGE sql IMMUTABLE PARALLEL SAFE
 AS $dlock$
 SELECT CASE WHEN released_at IS NOT NULL
 			THEN GREATEST(released_at, acquired_at OPERATOR(pg_catalog.+) coalesce(min_hold, '0'::pg_catalog.interval))
-			ELSE expires_at OPERATOR(pg_catalog.+) coalesce(lock_delay, '0'::pg_catalog.interval) END
+			ELSE GREATEST(expires_at OPERATOR(pg_catalog.+) coalesce(lock_delay, '0'::pg_catalog.interval),
+						  acquired_at OPERATOR(pg_catalog.+) min_hold) END
 $dlock$;
 COMMENT ON FUNCTION @extschema@.dlock_sql_available_at(pg_catalog.timestamptz, pg_catalog.timestamptz, pg_catalog.timestamptz, pg_catalog.interval, pg_catalog.interval) IS
-	'internal: when a lease that is not held can be taken again (after a release: acquired_at + min_hold at the earliest; after an expiry: expires_at + lock_delay)';
+	'internal: when a lease that is not held can be taken again (after a release: acquired_at + min_hold at the earliest; after an expiry: expires_at + lock_delay, and acquired_at + min_hold at the earliest)';
 
 -- The queue of a name: its row is created with the name's lease row; the
 -- head of the queue holds FOR UPDATE on it, the others wait for that lock

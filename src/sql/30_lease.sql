@@ -432,6 +432,27 @@ COMMENT ON FUNCTION @extschema@.dlock_sql_stale(pg_catalog.text, pg_catalog.int8
 -- dlock_check's work, for the calling session's role: true and the check
 -- protection (FOR SHARE on the lease row, to the end of the (sub)transaction),
 -- or false.  The fence (60_fence.sql) calls it for every row it checks.
+-- After the check protection is granted, READ COMMITTED: is the lease
+-- still held by token, read now?  The lock may have been granted after a
+-- revoke (which holds the lease row FOR UPDATE, then marks the expiry row
+-- released) committed since the locking statement's snapshot; that
+-- statement read the expiry row as its snapshot shows it (a row it does
+-- not lock is not read again).  A new statement's snapshot shows the
+-- revoke.  Under REPEATABLE READ the revoke's new lease row version makes
+-- the lock raise 40001 instead (72_operators.sql).
+CREATE FUNCTION @extschema@.dlock_sql_still_held(name pg_catalog.text, token pg_catalog.int8)
+RETURNS pg_catalog.bool
+LANGUAGE sql VOLATILE PARALLEL UNSAFE
+AS $dlock$
+SELECT pg_catalog.current_setting('transaction_isolation') <> 'read committed'
+	OR EXISTS (SELECT FROM @extschema@.dlock_expiry AS e
+				WHERE e.name = $1 AND e.token = $2 AND e.released_at IS NULL
+				  AND e.expires_at > pg_catalog.clock_timestamp())
+$dlock$;
+REVOKE ALL ON FUNCTION @extschema@.dlock_sql_still_held(pg_catalog.text, pg_catalog.int8) FROM PUBLIC;
+COMMENT ON FUNCTION @extschema@.dlock_sql_still_held(pg_catalog.text, pg_catalog.int8) IS
+	'internal (dlock_sql_protect): in READ COMMITTED, whether token still holds the lease on name, read after the check protection was granted';
+
 CREATE FUNCTION @extschema@.dlock_sql_protect(name pg_catalog.text, token pg_catalog.int8)
 RETURNS pg_catalog.bool
 LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE SECURITY DEFINER
@@ -458,7 +479,7 @@ BEGIN
 				coalesce(NULLIF(pg_catalog.current_setting('role'), 'none'), SESSION_USER))), l.role_oid, 'USAGE')
 	  FOR SHARE OF l SKIP LOCKED;
 	IF FOUND THEN
-		RETURN true;
+		RETURN @extschema@.dlock_sql_still_held($1, $2);
 	END IF;
 	-- dlock_sql_look's read, without its call and its answers not needed
 	-- here: the holder only for the token, changed only for a refusal.
@@ -503,7 +524,7 @@ BEGIN
 	  WHERE l.name = $1 AND l.token = $2 AND e.token = $2
 		AND e.released_at IS NULL AND e.expires_at > pg_catalog.clock_timestamp()
 	  FOR SHARE OF l SKIP LOCKED;
-	RETURN FOUND;
+	RETURN FOUND AND @extschema@.dlock_sql_still_held($1, $2);
 END
 $dlock$;
 GRANT EXECUTE ON FUNCTION @extschema@.dlock_sql_protect(pg_catalog.text, pg_catalog.int8) TO PUBLIC;

@@ -239,7 +239,13 @@ BEGIN
 		UPDATE @extschema@.dlock_stats_retired AS r
 		   SET acquisitions = 0, owner_renewals = 0, renewals = 0, releases = 0, takeovers = 0,
 			   lost = 0, waits = 0, wait_us = 0, wait_max_us = 0, stats_reset = now;
-	ELSE
+	END IF;
+	-- One name: what moves to the totals and the new baseline are read in
+	-- one statement, so in one snapshot: a renewal that commits while the
+	-- reset runs is in both or in neither (a11 finding 7).
+	WITH s AS (
+		SELECT x.* FROM @extschema@.dlock_stats AS x WHERE $1 IS NOT NULL AND x.name = $1
+	), moved AS (
 		UPDATE @extschema@.dlock_stats_retired AS r
 		   SET acquisitions = r.acquisitions + s.acquisitions,
 			   owner_renewals = r.owner_renewals + s.owner_renewals,
@@ -248,9 +254,8 @@ BEGIN
 			   waits = r.waits + s.waits,
 			   wait_us = r.wait_us + pg_catalog.round(s.wait_time * 1000000)::pg_catalog.int8,
 			   wait_max_us = GREATEST(r.wait_max_us, pg_catalog.round(s.wait_time_max * 1000000)::pg_catalog.int8)
-		  FROM @extschema@.dlock_stats AS s
-		 WHERE s.name = $1;
-	END IF;
+		  FROM s
+	)
 	INSERT INTO @extschema@.dlock_sql_stats_base AS b
 		SELECT e.name, e.stats_since, e.acquisitions, e.owner_renewals, e.renewals, e.releases,
 			   e.takeovers, e.lost, e.waits, e.wait_us, now
@@ -298,11 +303,40 @@ COMMENT ON FUNCTION @extschema@.dlock_sql_stats_reset_at(pg_catalog.text, pg_cat
 --   - a pinner holds FOR SHARE on the dlock_lease row of a lease that is no
 --     longer held: the row's xmax, a live transaction that is not the one
 --     that changes the lease (a hand-over or a cleanup locks the
---     dlock_expiry row too), or the live FOR SHARE members of its MultiXact.
+--     dlock_expiry row too, and writes or deletes the dlock_lease row; a
+--     pinner that renewed the lease in its transaction wrote dlock_expiry
+--     and not dlock_lease, and counts: a11 finding 10), or the live FOR
+--     SHARE members of its MultiXact.
 -- A transaction is live when it holds the lock on its own ID (pg_locks,
 -- transactionid, ExclusiveLock).  A row's xmax does not say whether it is a
--- MultiXact; it is taken as one only when it is not a live transaction and
--- is below the next MultiXact ID (mxid_age > 0).
+-- MultiXact: dlock_sql_xmax_kind says what it can be, and a row whose
+-- xmax can be either has no locker listed.
+
+-- What the xmax x of a row of rel can be (a11 finding 2): SQL cannot read
+-- the tuple's infomask, which says whether x is a transaction ID or a
+-- MultiXact ID.  'xid' when x can only be a transaction ID (not a
+-- MultiXact of rel: below rel's relminmxid or not yet made), 'multi' when
+-- it can only be a MultiXact (a transaction ID older than rel's
+-- relfrozenxid, which no row of rel keeps), 'ambiguous' when it can be
+-- either (the MultiXact counter has reached the transaction IDs in use:
+-- then nobody is taken for its locker), 'none' for no locker.
+CREATE FUNCTION @extschema@.dlock_sql_xmax_kind(x pg_catalog.xid, rel pg_catalog.regclass)
+RETURNS pg_catalog.text
+LANGUAGE sql STABLE PARALLEL SAFE
+AS $dlock$
+SELECT CASE WHEN x::pg_catalog.text OPERATOR(pg_catalog.=) '0' THEN 'none'
+			WHEN k.m AND k.t THEN 'ambiguous' WHEN k.m THEN 'multi' WHEN k.t THEN 'xid' ELSE 'none' END
+  FROM (SELECT pg_catalog.mxid_age(x) OPERATOR(pg_catalog.>) 0
+			   AND pg_catalog.mxid_age(x) OPERATOR(pg_catalog.<=) pg_catalog.mxid_age(c.relminmxid) AS m,
+			   x::pg_catalog.text::pg_catalog.int8 OPERATOR(pg_catalog.>=) 3
+			   AND (x::pg_catalog.text::pg_catalog.int8 OPERATOR(pg_catalog.-) c.relfrozenxid::pg_catalog.text::pg_catalog.int8
+					OPERATOR(pg_catalog.+) 4294967296) OPERATOR(pg_catalog.%) 4294967296
+				   OPERATOR(pg_catalog.<) 2147483648 AS t
+		  FROM pg_catalog.pg_class AS c WHERE c.oid OPERATOR(pg_catalog.=) rel) AS k
+$dlock$;
+REVOKE ALL ON FUNCTION @extschema@.dlock_sql_xmax_kind(pg_catalog.xid, pg_catalog.regclass) FROM PUBLIC;
+COMMENT ON FUNCTION @extschema@.dlock_sql_xmax_kind(pg_catalog.xid, pg_catalog.regclass) IS
+	'internal (dlock_waiters, dlock_revoke, bounded pinning): whether the xmax x of a row of rel is a transaction ID, a MultiXact ID, either (ambiguous) or none';
 
 -- The members of MultiXact x, or none where x is not one.
 CREATE FUNCTION @extschema@.dlock_sql_multi_members(x pg_catalog.xid)
@@ -342,26 +376,36 @@ AS $dlock$
 		SELECT l.transactionid AS xid, l.pid FROM lk AS l
 		 WHERE l.locktype OPERATOR(pg_catalog.=) 'transactionid' AND l.mode OPERATOR(pg_catalog.=) 'ExclusiveLock'
 		   AND l.granted AND l.pid IS NOT NULL
+	), renewers AS MATERIALIZED (
+		-- Those that wrote dlock_expiry, and not dlock_lease, in this database.
+		SELECT l.pid FROM lk AS l
+		 WHERE l.locktype OPERATOR(pg_catalog.=) 'relation' AND l.mode OPERATOR(pg_catalog.=) 'RowExclusiveLock'
+		   AND l.granted AND l.database OPERATOR(pg_catalog.=) (SELECT d.oid FROM pg_catalog.pg_database AS d
+				 WHERE d.datname OPERATOR(pg_catalog.=) pg_catalog.current_database())
+		 GROUP BY l.pid
+		HAVING pg_catalog.bool_or(l.relation OPERATOR(pg_catalog.=) '@extschema@.dlock_expiry'::pg_catalog.regclass)
+		   AND NOT pg_catalog.bool_or(l.relation OPERATOR(pg_catalog.=) '@extschema@.dlock_lease'::pg_catalog.regclass)
 	), lease AS MATERIALIZED (
 		SELECT l.name, l.xmax AS lx, e.xmax AS ex, e.expires_at,
+			   @extschema@.dlock_sql_xmax_kind(l.xmax, '@extschema@.dlock_lease'::pg_catalog.regclass) AS kind,
 			   (e.released_at IS NULL AND e.expires_at OPERATOR(pg_catalog.>) pg_catalog.clock_timestamp()) AS held
 		  FROM @extschema@.dlock_lease AS l
 		  JOIN @extschema@.dlock_expiry AS e ON e.name OPERATOR(pg_catalog.=) l.name
 	), queued AS (
 		-- The head: the locker of the queue row, while it waits.
 		SELECT q.name, h.pid, 0 AS rank, NULL::pg_catalog.timestamptz AS waitstart
-		  FROM @extschema@.dlock_sql_queue AS q
+		  FROM (SELECT x.name, x.xmax,
+					   @extschema@.dlock_sql_xmax_kind(x.xmax, '@extschema@.dlock_sql_queue'::pg_catalog.regclass) AS kind
+				  FROM @extschema@.dlock_sql_queue AS x) AS q
 		 CROSS JOIN LATERAL (
-			SELECT v.pid FROM live AS v WHERE v.xid OPERATOR(pg_catalog.=) q.xmax
+			SELECT v.pid FROM live AS v
+			 WHERE q.kind OPERATOR(pg_catalog.=) 'xid' AND v.xid OPERATOR(pg_catalog.=) q.xmax
 			UNION
-			SELECT v.pid FROM @extschema@.dlock_sql_multi_members(q.xmax) AS m
+			SELECT v.pid
+			  FROM @extschema@.dlock_sql_multi_members(CASE WHEN q.kind OPERATOR(pg_catalog.=) 'multi' THEN q.xmax END) AS m
 			  JOIN live AS v ON v.xid OPERATOR(pg_catalog.=) m.xid
-			 WHERE m.mode OPERATOR(pg_catalog.=) 'upd'
-			   AND NOT EXISTS (SELECT FROM live AS v2 WHERE v2.xid OPERATOR(pg_catalog.=) q.xmax)) AS h
-		 WHERE q.xmax::pg_catalog.text OPERATOR(pg_catalog.<>) '0'
-		   AND (EXISTS (SELECT FROM live AS v WHERE v.xid OPERATOR(pg_catalog.=) q.xmax)
-				OR pg_catalog.mxid_age(q.xmax) OPERATOR(pg_catalog.>) 0)
-		   AND (EXISTS (SELECT FROM lease AS s WHERE s.name OPERATOR(pg_catalog.=) q.name AND s.held)
+			 WHERE m.mode OPERATOR(pg_catalog.=) 'upd') AS h
+		 WHERE (EXISTS (SELECT FROM lease AS s WHERE s.name OPERATOR(pg_catalog.=) q.name AND s.held)
 				OR EXISTS (SELECT FROM lk AS b WHERE b.pid OPERATOR(pg_catalog.=) h.pid AND NOT b.granted))
 		UNION ALL
 		-- The others: the tuple lock of the queue row, held by the next in
@@ -380,15 +424,14 @@ AS $dlock$
 		  FROM lease AS s
 		 CROSS JOIN LATERAL (
 			SELECT v.pid FROM live AS v
-			 WHERE v.xid OPERATOR(pg_catalog.=) s.lx AND s.lx OPERATOR(pg_catalog.<>) s.ex
+			 WHERE s.kind OPERATOR(pg_catalog.=) 'xid' AND v.xid OPERATOR(pg_catalog.=) s.lx
+			   AND (s.lx OPERATOR(pg_catalog.<>) s.ex OR v.pid IN (SELECT r.pid FROM renewers AS r))
 			UNION
-			SELECT v.pid FROM @extschema@.dlock_sql_multi_members(s.lx) AS m
+			SELECT v.pid
+			  FROM @extschema@.dlock_sql_multi_members(CASE WHEN s.kind OPERATOR(pg_catalog.=) 'multi' THEN s.lx END) AS m
 			  JOIN live AS v ON v.xid OPERATOR(pg_catalog.=) m.xid
-			 WHERE m.mode OPERATOR(pg_catalog.=) 'sh'
-			   AND NOT EXISTS (SELECT FROM live AS v2 WHERE v2.xid OPERATOR(pg_catalog.=) s.lx)) AS p
-		 WHERE NOT s.held AND s.lx::pg_catalog.text OPERATOR(pg_catalog.<>) '0'
-		   AND (EXISTS (SELECT FROM live AS v WHERE v.xid OPERATOR(pg_catalog.=) s.lx)
-				OR pg_catalog.mxid_age(s.lx) OPERATOR(pg_catalog.>) 0)
+			 WHERE m.mode OPERATOR(pg_catalog.=) 'sh') AS p
+		 WHERE NOT s.held
 	)
 	SELECT x.name, 'waiting'::pg_catalog.text, x.pid, x.rank OPERATOR(pg_catalog.=) 0, x.waitstart,
 		   NULL::pg_catalog.timestamptz

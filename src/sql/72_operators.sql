@@ -47,8 +47,8 @@ COMMENT ON FUNCTION @extschema@.dlock_sql_hold_args(pg_catalog.interval, pg_cata
 
 -- Store them with the lease that token holds, after the acquire or renewal
 -- wrote its rows (a new lease's are NULL: dlock_sql_write_new); a new
--- value only, so that the usual call writes nothing more.  An owner's
--- renewal keeps the minimum hold unless it passes one.
+-- value only, so that the usual call writes nothing more.  A NULL
+-- min_hold keeps the lease's (an owner's renewal passes NULL).
 CREATE FUNCTION @extschema@.dlock_sql_hold_store(name pg_catalog.text, token pg_catalog.int8,
 	min_hold pg_catalog.interval, lock_delay pg_catalog.interval)
 RETURNS void
@@ -91,13 +91,19 @@ AS $dlock$
 DECLARE
 	h record;
 	t pg_catalog.int8;
+	last pg_catalog.int8;
 BEGIN
 	PERFORM @extschema@.dlock_sql_check_name($1);
 	PERFORM @extschema@.dlock_sql_expiry($2, pg_catalog.clock_timestamp());
 	h := @extschema@.dlock_sql_hold_args($2, $5, $6);
+	-- The token the name had: an acquire that returns it renewed the
+	-- owner's lease (a new lease draws a new token), which keeps the
+	-- minimum hold it was acquired with (a11 finding 6).
+	SELECT e.token INTO last FROM @extschema@.dlock_expiry AS e WHERE e.name = $1;
 	t := @extschema@.dlock_sql_acquire($1, $2, $3, $4);
 	IF t IS NOT NULL THEN
-		PERFORM @extschema@.dlock_sql_hold_store($1, t, h.min_hold, h.lock_delay);
+		PERFORM @extschema@.dlock_sql_hold_store($1, t, CASE WHEN t IS DISTINCT FROM last THEN h.min_hold END,
+			h.lock_delay);
 	END IF;
 	RETURN t;
 END
@@ -110,22 +116,19 @@ COMMENT ON FUNCTION @extschema@.dlock_sql_acquire_hold(pg_catalog.text, pg_catal
 -- name (the check protection; also a hand-over in progress), this one
 -- excepted.  SQL cannot read the tuple's infomask, so it cannot tell a
 -- row's xmax that is one locker's XID from one that is a MultiXact of
--- several: a backend counts only if it holds a row-level lock on
--- dlock_lease (RowShareLock, which FOR SHARE and FOR UPDATE take) and an
--- XID (its own or a subtransaction's) that is the xmax, or a member of
--- the MultiXact of that number when one exists in this database
--- (datminmxid <= xmax < the next MultiXact: pg_get_multixact_members
--- raises an error outside).  docs/editions.md, "Revoke and pinning".
+-- several: dlock_sql_xmax_kind says which it can be, and where it can be
+-- both, nobody counts (a11 finding 2: a backend whose XID has the number
+-- of the MultiXact would be ended).  A backend counts only if it holds a
+-- row-level lock on dlock_lease (RowShareLock, which FOR SHARE and FOR
+-- UPDATE take) and an XID (its own or a subtransaction's) that is the
+-- xmax, or a member of the MultiXact.  docs/editions.md, "Revoke and
+-- pinning".
 CREATE FUNCTION @extschema@.dlock_sql_pinners(name pg_catalog.text)
 RETURNS pg_catalog.int4[]
 LANGUAGE sql VOLATILE PARALLEL UNSAFE
 AS $dlock$
 WITH lease AS (
-	SELECT l.xmax AS x,
-		   pg_catalog.mxid_age(l.xmax) OPERATOR(pg_catalog.>) 0
-		   AND pg_catalog.mxid_age(l.xmax) OPERATOR(pg_catalog.<=)
-			   (SELECT pg_catalog.mxid_age(d.datminmxid) FROM pg_catalog.pg_database AS d
-				 WHERE d.datname OPERATOR(pg_catalog.=) pg_catalog.current_database()) AS multi
+	SELECT l.xmax AS x, @extschema@.dlock_sql_xmax_kind(l.xmax, '@extschema@.dlock_lease'::pg_catalog.regclass) AS kind
 	  FROM @extschema@.dlock_lease AS l WHERE l.name OPERATOR(pg_catalog.=) $1
 ), xids AS (
 	SELECT x.pid, x.transactionid
@@ -138,10 +141,10 @@ WITH lease AS (
 	   AND r.database OPERATOR(pg_catalog.=) (SELECT d.oid FROM pg_catalog.pg_database AS d
 											  WHERE d.datname OPERATOR(pg_catalog.=) pg_catalog.current_database())
 ), lockers AS (
-	SELECT lease.x AS xid FROM lease
+	SELECT lease.x AS xid FROM lease WHERE lease.kind OPERATOR(pg_catalog.=) 'xid'
 	UNION ALL
 	SELECT m.xid FROM lease,
-		   LATERAL pg_catalog.pg_get_multixact_members(CASE WHEN lease.multi THEN lease.x END) AS m
+		   LATERAL pg_catalog.pg_get_multixact_members(CASE WHEN lease.kind OPERATOR(pg_catalog.=) 'multi' THEN lease.x END) AS m
 )
 SELECT coalesce(pg_catalog.array_agg(DISTINCT xids.pid ORDER BY xids.pid), '{}')
   FROM xids JOIN lockers ON lockers.xid OPERATOR(pg_catalog.=) xids.transactionid
@@ -196,6 +199,34 @@ REVOKE ALL ON FUNCTION @extschema@.dlock_sql_end_pinners(pg_catalog.text, pg_cat
 COMMENT ON FUNCTION @extschema@.dlock_sql_end_pinners(pg_catalog.text, pg_catalog.int4[], pg_catalog.bool) IS
 	'internal: cancel or terminate the transactions of pids that hold the check protection of name, where the tables'' owner may signal them';
 
+-- A revoke's writes, under its locks: the lease marked released, without
+-- its minimum hold and lock-delay; and a new version of the lease row (its
+-- token unchanged), so that a check whose REPEATABLE READ or SERIALIZABLE
+-- snapshot is older than the revoke, which reads the lease unreleased,
+-- raises 40001 from its FOR SHARE on that row instead of passing (a11
+-- finding 1); that row's trigger dlock_sql_durable_revoke makes the commit
+-- durable (finding 8).
+CREATE FUNCTION @extschema@.dlock_sql_revoke_write(name pg_catalog.text)
+RETURNS void
+LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
+AS $dlock$
+DECLARE
+	now pg_catalog.timestamptz := pg_catalog.clock_timestamp();
+BEGIN
+	-- Counted as a release, or, past its expiry, as lost (70_stats.sql; the
+	-- C edition's LeaseSetRevoked); a released lease was counted already.
+	UPDATE @extschema@.dlock_expiry AS x
+	   SET released_at = coalesce(x.released_at, now), min_hold = NULL, lock_delay = NULL,
+		   releases = x.releases + CASE WHEN x.released_at IS NULL AND x.expires_at > now THEN 1 ELSE 0 END,
+		   lost = x.lost + CASE WHEN x.released_at IS NULL AND x.expires_at <= now THEN 1 ELSE 0 END
+	 WHERE x.name = $1;
+	UPDATE @extschema@.dlock_lease AS x SET token = x.token WHERE x.name = $1;
+END
+$dlock$;
+REVOKE ALL ON FUNCTION @extschema@.dlock_sql_revoke_write(pg_catalog.text) FROM PUBLIC;
+COMMENT ON FUNCTION @extschema@.dlock_sql_revoke_write(pg_catalog.text) IS
+	'internal (dlock_revoke): mark the lease of name released and write a new version of its lease row';
+
 -- dlock_revoke: wait, as a hand-over does (FOR UPDATE on the lease row,
 -- bounded by lock_timeout), until no transaction holds the lease row's
 -- check protection, ending them with force once wait is over (a cancel or,
@@ -235,15 +266,30 @@ BEGIN
 	deadline := pg_catalog.clock_timestamp() + $3;
 	waited_for := '{}';
 	ended := '{}';
+	-- A token that does not hold the name now: nothing to revoke, and no
+	-- lock that would make the holder's checks skip its row meanwhile
+	-- (the token is read again under the lock below).
+	IF $2 IS NOT NULL AND NOT EXISTS (SELECT FROM @extschema@.dlock_lease AS x
+									   WHERE x.name = $1 AND x.token = $2) THEN
+		RETURN;
+	END IF;
 	LOOP
 		pins := @extschema@.dlock_sql_pinners($1);
 		waited_for := ARRAY(SELECT DISTINCT p FROM pg_catalog.unnest(waited_for || pins) AS p ORDER BY p);
+		got := false;
 		BEGIN
 			PERFORM @extschema@.dlock_sql_bound(deadline, 0);
 			SELECT x.* INTO l FROM @extschema@.dlock_lease AS x WHERE x.name = $1 FOR UPDATE;
 			got := true;
+			-- Bounded too: a renewal or release left open (a11 finding 3).
+			SELECT x.* INTO e FROM @extschema@.dlock_expiry AS x WHERE x.name = $1 FOR UPDATE;
 		EXCEPTION WHEN lock_not_available THEN
-			got := false;
+			IF got THEN
+				PERFORM pg_catalog.set_config('lock_timeout', saved, true);
+				RAISE EXCEPTION 'could not revoke lock "%": a renewal or release of it is in progress', $1
+					USING ERRCODE = '55P03',
+						  HINT = 'Another transaction changed the lease and has not ended; revoke again once it has.';
+			END IF;
 		END;
 		PERFORM pg_catalog.set_config('lock_timeout', saved, true);
 		EXIT WHEN got;
@@ -253,7 +299,8 @@ BEGIN
 			-- edition never gives up, the processes left.
 			RAISE EXCEPTION 'could not revoke lease "%"', $1
 				USING ERRCODE = '55P03',
-					  DETAIL = 'Other transactions still hold its check protection after the wait.',
+					  DETAIL = CASE WHEN pins = '{}' THEN 'No session could be told to hold it: the lease row''s lock may be recorded as a number that is both a transaction ID and a MultiXact ID in use.'
+									ELSE 'Other transactions still hold its check protection after the wait.' END,
 					  HINT = CASE WHEN $4 THEN pg_catalog.format('Processes %s could not be ended: the tables'' owner may not signal them, or they did not end in time.', pins)
 								  ELSE 'Wait longer, or pass force => true to end them.' END;
 		END IF;
@@ -265,19 +312,11 @@ BEGIN
 	IF l.name IS NULL OR ($2 IS NOT NULL AND l.token <> $2) THEN
 		RETURN;
 	END IF;
-	SELECT x.* INTO e FROM @extschema@.dlock_expiry AS x WHERE x.name = $1 FOR UPDATE;
 	IF e.released_at IS NOT NULL AND @extschema@.dlock_sql_available_at(l.acquired_at, e.expires_at,
 			e.released_at, e.min_hold, e.lock_delay) <= pg_catalog.clock_timestamp() THEN
 		RETURN;
 	END IF;
-	-- Counted as a release, or, past its expiry, as lost (70_stats.sql; the
-	-- C edition's LeaseSetRevoked); a released lease was counted already.
-	now := pg_catalog.clock_timestamp();
-	UPDATE @extschema@.dlock_expiry AS x
-	   SET released_at = coalesce(x.released_at, now), min_hold = NULL, lock_delay = NULL,
-		   releases = x.releases + CASE WHEN x.released_at IS NULL AND x.expires_at > now THEN 1 ELSE 0 END,
-		   lost = x.lost + CASE WHEN x.released_at IS NULL AND x.expires_at <= now THEN 1 ELSE 0 END
-	 WHERE x.name = $1;
+	PERFORM @extschema@.dlock_sql_revoke_write($1);
 	revoked_token := l.token;
 	PERFORM @extschema@.dlock_sql_event($1, 'revoked', l.token, l.owner);
 	RAISE LOG 'dlock: revoked lock "%" token %; waited for processes %, ended %', $1, l.token, waited_for, ended;
@@ -286,6 +325,17 @@ $dlock$;
 REVOKE ALL ON FUNCTION @extschema@.dlock_revoke(pg_catalog.text, pg_catalog.int8, pg_catalog.interval, pg_catalog.bool) FROM PUBLIC;
 COMMENT ON FUNCTION @extschema@.dlock_revoke(pg_catalog.text, pg_catalog.int8, pg_catalog.interval, pg_catalog.bool) IS
 	'end the lease on name (held by token, if not NULL) once every transaction holding its check protection has ended, waiting up to wait (with force, cancelling or terminating them); skips minimum hold and lock-delay; revoked_token is NULL when nothing was revoked';
+
+-- A revoke's commit is durable, as the C edition's is: its rewrite of the
+-- lease row (the only update of that row that keeps its token) queues
+-- dlock_sql_durable_commit, as a new token or expiry does (20_token.sql).
+CREATE CONSTRAINT TRIGGER dlock_sql_durable_revoke
+	AFTER UPDATE ON @extschema@.dlock_lease
+	DEFERRABLE INITIALLY DEFERRED
+	FOR EACH ROW WHEN (OLD.token = NEW.token)
+	EXECUTE FUNCTION @extschema@.dlock_sql_durable_commit();
+COMMENT ON TRIGGER dlock_sql_durable_revoke ON @extschema@.dlock_lease IS
+	'dlock (SQL edition): a revoke makes the transaction commit synchronously, whatever synchronous_commit is at the call';
 
 -- Bounded pinning (issue 27 item 7), for the head of a queue that found
 -- the lease of name free: with a pin grace stored with the lease, true

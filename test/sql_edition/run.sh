@@ -7,7 +7,9 @@
 #   PG_CONFIG=/path/to/pg_config test/sql_edition/run.sh [regress] [isolation] [tokens] [operators]
 #
 # With no suite named, regress, isolation and operators run.  operators is
-# revoke_force.sh (dlock_revoke ending sessions, a few seconds).  tokens is
+# revoke_force.sh (dlock_revoke ending sessions, a few seconds) and, after
+# every other suite named, the specs of last/ (sql_pinners_ambiguous: it
+# leaves the MultiXact counter where no later test could use it).  tokens is
 # token_unique.sh (a minute; the scratch cluster then runs under
 # libfaketime, Debian package faketime, so that it can step the server's
 # clock back).  Environment:
@@ -103,10 +105,20 @@ for suite in "${suites[@]}"; do
 	tokens)
 		PATH=$bindir:$PATH bash "$here/token_unique.sh" || status=1 ;;
 	operators)
-		PATH=$bindir:$PATH bash "$here/revoke_force.sh" || status=1 ;;
+		PATH=$bindir:$PATH bash "$here/revoke_force.sh" || status=1
+		last=1 ;;
 	*) echo "run.sh: unknown suite $suite (regress, isolation, tokens, operators)" >&2; exit 2 ;;
 	esac
 done
+# operators' specs in last/ run after every other suite: they push the
+# MultiXact counter into the range of the XIDs in use, which no later test
+# of the cluster's pinners or waiters could then tell apart.
+if [ -n "${last:-}" ]; then
+	tests=$(cd "$here/last/specs" && ls *.spec | sed 's/\.spec$//')
+	"$pgxs/src/test/isolation/pg_isolation_regress" --use-existing --dbname=dlock_sql_test \
+		--bindir="$bindir" --inputdir="$here/last" --outputdir="$out/last" \
+		$tests || status=1
+fi
 if [ $status = 0 ]; then
 	[ -n "${DLOCK_SQL_EXISTING:-}" ] && rm -rf "$out"
 	echo "sql_edition: all passed"

@@ -78,6 +78,22 @@ SET LOCAL synchronous_commit = off;
 SET CONSTRAINTS ALL DEFERRED;
 INSERT INTO commit_probe VALUES (7);
 COMMIT;
+-- a11 finding 8: a revoke's commit is durable too (the tables' owner
+-- revokes; synchronous_commit off around the call).
+SELECT dlock_acquire('durable-r', '1 min') IS NOT NULL AS acquired;
+RESET ROLE;
+SET ROLE dlock_owner;
+BEGIN;
+SET LOCAL synchronous_commit = off;
+SELECT revoked_token IS NOT NULL AS revoked FROM dlock_revoke('durable-r');
+INSERT INTO commit_probe VALUES (8);
+COMMIT;
+-- A revoke that revokes nothing changes nothing: the session's setting.
+BEGIN;
+SET LOCAL synchronous_commit = off;
+SELECT revoked_token IS NULL AS nothing FROM dlock_revoke('durable-r');
+INSERT INTO commit_probe VALUES (9);
+COMMIT;
 RESET synchronous_commit;
 RESET ROLE;
 DROP FUNCTION acquire_async(text);
