@@ -48,6 +48,12 @@ NOT_RUN = {
     # the pin grace, with sessions of ordinary roles: test/sql_edition/revoke_force.sh.
     "specs/pin_grace": "the holder is a superuser's session, which the SQL edition's waiter never ends (its test: test/sql_edition/revoke_force.sh)",
     "specs/pin_grace_idle": "the holder is a superuser's session, which the SQL edition's waiter never ends (its test: test/sql_edition/revoke_force.sh)",
+    # Its wait => 0 steps wait up to 1 ms behind the other session's
+    # uncommitted first acquire of the name (docs/editions.md, "wait => 0
+    # never waits"); under load the isolation tester then shows
+    # interleavings MAY_WAIT cannot list (two steps waiting at once, seen
+    # in a CI run on 14).  The answers of the race: sql_acquire_bounds.spec.
+    "specs/acquire_race": "its wait => 0 steps may wait 1 ms behind the other session's uncommitted first acquire, and the isolation tester's interleaving then varies (the SQL edition's race: test/sql_edition/specs/sql_acquire_bounds.spec)",
     "specs/row_cache": "the C edition's lease-row cache and dlock_lease's columns and keys (the SQL edition has no cache; its expiry is in dlock_expiry)",
 }
 
@@ -690,18 +696,6 @@ ISOLATION_EXPECTED = {
 # is the other transaction's ROLLBACK, the waiting acquire may get the
 # name.
 MAY_WAIT = {
-    "acquire_race": [
-        (1, "s2_acquire", 1),
-        (2, "s1_acquire", 1),
-        (3, "s2_acquire", 1, [[
-            ("step s2_acquire: <... completed>\ns2_won\n------\nf     \n",
-             "step s2_acquire: <... completed>\ns2_won\n------\nt     \n"),
-            ("AS s2_won;\ns2_won\n------\nt     \n", "AS s2_won;\ns2_won\n------\nf     \n")]]),
-        (4, "s2_acquire", 1),
-        (4, "s3_acquire", 1),
-        (5, "s2_acquire", 1),
-        (5, "s1_acquire", 1),
-    ],
     # ... and behind a relation lock on dlock's tables, indexes or counter
     # (docs/editions.md, the same row; seen twice in one run at load 8).
     "wait_bounds_relations": [
