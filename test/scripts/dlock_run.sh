@@ -874,8 +874,13 @@ quiet() {
 state() { sed -n 's/.*) \(.\).*/\1/p' "/proc/$1/stat" 2>/dev/null || echo gone; }
 
 # await_state PID STATE SECONDS: the process reaches STATE within SECONDS.
+# (A stop signal reaches a process in uninterruptible sleep, D, when its
+# system call returns: under I/O load that took over 5 s in a CI run, so a
+# wait for T is given 15 s at least.)
 await_state() {
-	local tenths=$(($3 * 10))
+	local secs=$3
+	[ "$2" = T ] && [ "$secs" -lt 15 ] && secs=15
+	local tenths=$((secs * 10))
 	while [ "$(state "$1")" != "$2" ]; do
 		((tenths-- > 0)) || return 1
 		sleep 0.1
@@ -1017,7 +1022,7 @@ if "$PY" -c 'import pty' 2>/dev/null; then
 		-c "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = '$DB' AND application_name = 'dlock-run'" >/dev/null
 	kill -CONT "$p"
 	sleep 2
-	is "$(state "$gc")" T "SIGCONT with the server unreachable: the grandchild stays stopped (no lease check yet)"
+	check "SIGCONT with the server unreachable: the grandchild stays stopped (no lease check yet)" await_state "$gc" T 15
 	psql -X -q -d postgres -c "ALTER DATABASE $DB ALLOW_CONNECTIONS true" >/dev/null
 	if await_state "$gc" S 10 || [ "$(state "$gc")" = R ]; then
 		ok "the lease confirmed with the server: the grandchild goes on"
@@ -1079,6 +1084,7 @@ if "$PY" -c 'import pty' 2>/dev/null; then
 		-c "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = '$DB' AND application_name = 'dlock-run'" >/dev/null
 	kill -CONT -- "-$p"
 	sleep 2
+	await_state "$cmd" T 15 && await_state "$gc" T 15
 	is "$(state "$cmd")$(state "$gc")" TT \
 		"--foreground, SIGCONT to the group with the server unreachable: the command and its grandchild are stopped"
 	psql -X -q -d postgres -c "ALTER DATABASE $DB ALLOW_CONNECTIONS true" >/dev/null
