@@ -214,6 +214,8 @@ WaitingForSelf(const DlockLease *lease, TimestampTz now, TimestampTz deadline)
  * the lease's release or expiry plus its pin grace has passed, end them
  * first (revoke.c, EndPinningBackends: cancel, then terminate).  The caller
  * looks at the lease again after it.  False when the deadline came first.
+ * It waits for their transactions, not in the lock's queue, so that a
+ * check, renew or release of the name answers at once meanwhile.
  */
 static bool
 WaitForPinners(text *name, const LOCKTAG *tag, const DlockLease *lease,
@@ -229,7 +231,7 @@ WaitForPinners(text *name, const LOCKTAG *tag, const DlockLease *lease,
 		else
 			until.deadline = Min(w->deadline, pin_end);
 	}
-	if (WaitForNameLock(tag, DLOCK_LOCK_HANDOVER, &until))
+	if (WaitForNameHolders(tag, DLOCK_LOCK_HANDOVER, &until))
 	{
 		NameLockGiveBack(tag, DLOCK_LOCK_HANDOVER);
 		return true;

@@ -240,6 +240,8 @@ extern bool WaitQueueJoin(const LOCKTAG *queue_tag, const DlockWait *w);
 extern void WaitQueueLeave(const LOCKTAG *queue_tag);
 extern bool WaitForNameLock(const LOCKTAG *tag, LOCKMODE mode,
 							const DlockWait *w);
+extern bool WaitForNameHolders(const LOCKTAG *tag, LOCKMODE mode,
+							   const DlockWait *w);
 extern void WaitForLeaseChange(const DlockWait *w, TimestampTz until);
 extern bool WaitForXact(TransactionId xid, const DlockWait *w);
 extern bool WaitForRelationLock(Oid relid, const DlockWait *w);

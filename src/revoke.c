@@ -4,12 +4,12 @@
  *		dlock_revoke: an operator ends a lease, and the transactions that
  *		hold its check protection (src/README, "Revoking").
  *
- * First the hand-over lock is taken, which waits for every transaction that
- * holds the name's check protection (or changes the lease); then, under
- * the state lock too, the lease row is marked released, without its minimum
- * hold or lock-delay.  The hand-over lock is taken first so that a pinning
- * transaction that goes on to renew or release the lease (it needs the
- * state lock) is a soft deadlock the lock manager reorders, not a hard one.
+ * First the hand-over lock is taken, once every transaction that holds the
+ * name's check protection (or changes the lease) has ended, waiting for
+ * those transactions rather than queuing for the lock, so that the holder
+ * renews, checks and writes meanwhile as if no revoke were waiting; then,
+ * under the state lock too, the lease row is marked released, without its
+ * minimum hold or lock-delay.
  * Once the revoke commits, the token is stale everywhere, and no
  * transaction that vouched for it is still open: what they wrote is
  * committed or rolled back.  If the wait runs out, without force: 55P03 and
@@ -196,7 +196,10 @@ RevokeResult(FunctionCallInfo fcinfo, int64 token, List *waited, List *ended)
 
 /*
  * Take the name's hand-over lock, waiting up to wait_usecs for every other
- * transaction holding its check protection; with force, end those still
+ * transaction holding its check protection, without queuing for the lock
+ * (WaitForNameHolders): a queued request would make the holder's renewals,
+ * checks and fenced writes wait behind it, and a revoke that then fails
+ * would have cost the holder its lease.  With force, end those still
  * there and wait for them as long as it takes.  Without force, 55P03 when
  * the wait runs out.  The lock is kept until the transaction ends, so no
  * new check vouches for the revoked token before the revoke commits.
@@ -211,8 +214,7 @@ RevokeWaitForPinners(text *name, const LOCKTAG *tag, int64 wait_usecs,
 	*ended = NIL;
 	w.start = GetCurrentTimestamp();
 	w.deadline = w.start + wait_usecs;
-	if (NameLockTry(tag, DLOCK_LOCK_HANDOVER) ||
-		WaitForNameLock(tag, DLOCK_LOCK_HANDOVER, &w))
+	if (WaitForNameHolders(tag, DLOCK_LOCK_HANDOVER, &w))
 		return;
 	if (!force)
 		ereport(ERROR,
