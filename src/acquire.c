@@ -227,7 +227,7 @@ WaitForPinners(text *name, const LOCKTAG *tag, const DlockLease *lease,
 	if (LeasePinEnd(lease, &pin_end))
 	{
 		if (GetCurrentTimestamp() >= pin_end)
-			(void) EndPinningBackends(tag, name, false);
+			(void) EndPinningBackends(tag, name, false, w->deadline);
 		else
 			until.deadline = Min(w->deadline, pin_end);
 	}
@@ -237,6 +237,34 @@ WaitForPinners(text *name, const LOCKTAG *tag, const DlockLease *lease,
 		return true;
 	}
 	return GetCurrentTimestamp() < w->deadline; /* the grace ran out first */
+}
+
+/*
+ * The lease looks free (or ours to renew) but another transaction holds
+ * the name's state lock: wait for it to end, no longer than the deadline of
+ * w.  A pinner that went on to renew or release the lease in its open
+ * transaction holds the state lock too: with the lease no longer held, the
+ * wait is bounded by its pin grace as WaitForPinners bounds the wait for
+ * the hand-over lock, and once that has passed the pinners are ended
+ * first.  True once the state lock is held; false when the deadline or the
+ * pin grace came first (the caller looks again).  Like WaitForPinners it
+ * does not queue for the lock.
+ */
+static bool
+WaitForStateLock(text *name, const LOCKTAG *tag, const DlockLease *lease,
+				 TimestampTz now, const DlockWait *w)
+{
+	DlockWait	until = *w;
+	TimestampTz pin_end;
+
+	if (!LeaseIsHeld(lease, now) && LeasePinEnd(lease, &pin_end))
+	{
+		if (now >= pin_end)
+			(void) EndPinningBackends(tag, name, false, w->deadline);
+		else
+			until.deadline = Min(w->deadline, pin_end);
+	}
+	return WaitForNameHolders(tag, DLOCK_LOCK_STATE, &until);
 }
 
 /*
@@ -290,9 +318,10 @@ HeadTakesTurn(FunctionCallInfo fcinfo, text *name, const LOCKTAG *tag,
 	{
 		/* Waiting, it holds no lock on the lease table. */
 		RelationLockGiveBack(rels->lease_table);
-		if (!WaitForNameLock(tag, DLOCK_LOCK_STATE, w))
+		if (!WaitForStateLock(name, tag, &lease, now, w))
 		{
-			*done = true;		/* the deadline came first */
+			/* the deadline came first, or the grace: look again */
+			*done = GetCurrentTimestamp() >= w->deadline;
 			return false;
 		}
 		if (!WaitForRelationLock(rels->lease_table, w))

@@ -354,8 +354,9 @@ extern void CheckLockRemember(const LOCKTAG *tag);
 /* revoke.c */
 extern PGDLLEXPORT Datum dlock_revoke(PG_FUNCTION_ARGS);
 extern List *NamePinningPids(const LOCKTAG *tag);
-extern List *EndPinningBackends(const LOCKTAG *tag, text *name,
-								bool check_privileges);
+extern List *NameCheckHolderPids(const LOCKTAG *tag);
+extern List *EndPinningBackends(const LOCKTAG *tag, text *name, bool revoke,
+								TimestampTz deadline);
 
 /* undelivered.c */
 extern void UndeliveredNoteAcquire(FunctionCallInfo fcinfo, text *name,
