@@ -242,6 +242,8 @@ extern bool WaitForNameLock(const LOCKTAG *tag, LOCKMODE mode,
 							const DlockWait *w);
 extern bool WaitForNameHolders(const LOCKTAG *tag, LOCKMODE mode,
 							   const DlockWait *w);
+extern bool WaitForNameFree(const LOCKTAG *tag, LOCKMODE mode,
+							const DlockWait *w);
 extern void WaitForLeaseChange(const DlockWait *w, TimestampTz until);
 extern bool WaitForXact(TransactionId xid, const DlockWait *w);
 extern bool WaitForRelationLock(Oid relid, const DlockWait *w);

@@ -377,31 +377,59 @@ WaitForNameLock(const LOCKTAG *tag, LOCKMODE mode, const DlockWait *w)
  */
 #define DLOCK_HOLDER_WAIT_SLICE_MS	100
 
+/*
+ * Wait for the transactions vxids (ending with an invalid one) to end, no
+ * longer than DLOCK_HOLDER_WAIT_SLICE_MS and the deadline of w.
+ */
+static void
+WaitForHoldersSlice(VirtualTransactionId *vxids, const DlockWait *w)
+{
+	DlockWait	slice = *w;
+	BoundedWait bw;
+
+	slice.deadline = Min(w->deadline,
+						 TimestampTzPlusMilliseconds(GetCurrentTimestamp(),
+													 DLOCK_HOLDER_WAIT_SLICE_MS));
+	bw.tag = NULL;
+	for (; VirtualTransactionIdIsValid(*vxids); vxids++)
+	{
+		bw.vxid = *vxids;
+		if (!WaitBounded(&bw, &slice))
+			break;
+	}
+	CHECK_FOR_INTERRUPTS();
+}
+
 bool
 WaitForNameHolders(const LOCKTAG *tag, LOCKMODE mode, const DlockWait *w)
 {
 	while (!NameLockTry(tag, mode))
 	{
-		VirtualTransactionId *vxids = GetLockConflicts(tag, mode, NULL);
-		BoundedWait bw;
-
-		DlockWait	slice = *w;
-
 		if (GetCurrentTimestamp() >= w->deadline)
 			return false;
-		slice.deadline = Min(w->deadline,
-							 TimestampTzPlusMilliseconds(GetCurrentTimestamp(),
-														 DLOCK_HOLDER_WAIT_SLICE_MS));
-		bw.tag = NULL;
-		for (; VirtualTransactionIdIsValid(*vxids); vxids++)
-		{
-			bw.vxid = *vxids;
-			if (!WaitBounded(&bw, &slice))
-				break;
-		}
-		CHECK_FOR_INTERRUPTS();
+		WaitForHoldersSlice(GetLockConflicts(tag, mode, NULL), w);
 	}
 	return true;
+}
+
+/*
+ * Wait, as WaitForNameHolders does, until no other transaction holds a lock
+ * on tag that conflicts with mode, but without taking it: true then, false
+ * when the deadline of w came first.
+ */
+bool
+WaitForNameFree(const LOCKTAG *tag, LOCKMODE mode, const DlockWait *w)
+{
+	for (;;)
+	{
+		VirtualTransactionId *vxids = GetLockConflicts(tag, mode, NULL);
+
+		if (!VirtualTransactionIdIsValid(*vxids))
+			return true;
+		if (GetCurrentTimestamp() >= w->deadline)
+			return false;
+		WaitForHoldersSlice(vxids, w);
+	}
 }
 
 /*
