@@ -211,8 +211,13 @@ EndPinningBackends(const LOCKTAG *tag, text *name, bool revoke,
 												DLOCK_CANCEL_GRACE_MS));
 	while (GetCurrentTimestamp() < grace_end)
 	{
-		pg_usleep(10000L);
-		CHECK_FOR_INTERRUPTS();
+		DlockWait	w;
+
+		/* In the lock manager, for the holders' transactions to end. */
+		w.start = GetCurrentTimestamp();
+		w.deadline = Min(grace_end, TimestampTzPlusMilliseconds(w.start, 50));
+		w.queued = false;
+		(void) WaitForNameFree(tag, DLOCK_LOCK_HANDOVER, &w);
 		if (PidsToEnd(tag, revoke) == NIL)
 			return pids;
 	}
