@@ -24,6 +24,13 @@
 
 #include "dlock.h"
 
+/*
+ * Did this acquire wait, for the queue, for the lease or for another
+ * transaction?  Only then is it counted as a wait (stats.c): an acquire
+ * with wait > 0 that finds the name free at once is none.
+ */
+static bool acquire_waited = false;
+
 /* What an attempt under the name's state lock came to. */
 typedef enum AcquireResult
 {
@@ -118,7 +125,7 @@ AcquireUnderStateLock(FunctionCallInfo fcinfo, const DlockRelations *rels,
 		return ACQUIRE_TIMEOUT;
 	}
 	/* A wait that ends with the lease is counted in its row (stats.c). */
-	if (w->queued)
+	if (w->queued && acquire_waited)
 		StatsNoteWait(&lease->stats, *now - w->start);
 	if (LeaseIsHeld(lease, *now) && IsOwnerRenewal(lease, owner))
 	{
@@ -305,7 +312,10 @@ HeadTakesTurn(FunctionCallInfo fcinfo, text *name, const LOCKTAG *tag,
 		if (now >= w->deadline || WaitingForSelf(&lease, now, w->deadline))
 			*done = true;
 		else
+		{
+			acquire_waited = true;
 			WaitForLeaseChange(w, Min(LeaseAvailableAt(&lease), w->deadline));
+		}
 		return false;
 	}
 
@@ -318,6 +328,7 @@ HeadTakesTurn(FunctionCallInfo fcinfo, text *name, const LOCKTAG *tag,
 	{
 		/* Waiting, it holds no lock on the lease table. */
 		RelationLockGiveBack(rels->lease_table);
+		acquire_waited = true;
 		if (!WaitForStateLock(name, tag, &lease, now, w))
 		{
 			/* the deadline came first, or the grace: look again */
@@ -337,9 +348,12 @@ HeadTakesTurn(FunctionCallInfo fcinfo, text *name, const LOCKTAG *tag,
 		return true;
 	if (result == ACQUIRE_TIMEOUT)
 		*done = true;
-	else if (result == ACQUIRE_CHECKED &&
-			 !WaitForPinners(name, tag, &lease, w))
-		*done = true;
+	else if (result == ACQUIRE_CHECKED)
+	{
+		acquire_waited = true;
+		if (!WaitForPinners(name, tag, &lease, w))
+			*done = true;
+	}
 	return false;
 }
 
@@ -360,8 +374,12 @@ AcquireWaiting(FunctionCallInfo fcinfo, text *name, const LOCKTAG *tag,
 	MemoryContext turncxt;
 
 	NameQueueTag(tag, &queue_tag);
-	if (!WaitQueueJoin(&queue_tag, w))
-		return 0;
+	if (!NameLockTry(&queue_tag, DLOCK_LOCK_QUEUE))
+	{
+		acquire_waited = true;
+		if (!WaitQueueJoin(&queue_tag, w))
+			return 0;
+	}
 
 	/* What one turn allocates is freed before the next. */
 	turncxt = AllocSetContextCreate(callcxt, "dlock_acquire",
@@ -449,6 +467,7 @@ LeaseAcquire(FunctionCallInfo fcinfo, text *name, int64 wait_usecs,
 	w.start = GetCurrentTimestamp();
 	w.deadline = w.start + wait_usecs;
 	w.queued = false;
+	acquire_waited = false;
 	rels = DlockGetRelationsWait(fcinfo, &w);
 	if (rels == NULL || !WaitForRelationLock(rels->lease_table, &w))
 		return 0;
@@ -465,7 +484,9 @@ LeaseAcquire(FunctionCallInfo fcinfo, text *name, int64 wait_usecs,
 	StatsWaitBegin(&w);			/* for dlock_waiters (stats.c) */
 	token = AcquireWaiting(fcinfo, name, &tag, owner, &w);
 	StatsWaitEnd();
-	if (token == 0)
+	if (token == 0 && acquire_waited)
 		StatsCountWaitTimeout(name, GetCurrentTimestamp() - w.start);
+	else if (token == 0)
+		StatsCountBusy(name);	/* it answered without waiting */
 	return token;
 }
