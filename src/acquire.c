@@ -24,6 +24,13 @@
 
 #include "dlock.h"
 
+/*
+ * Did this acquire wait, for the queue, for the lease or for another
+ * transaction?  Only then is it counted as a wait (stats.c): an acquire
+ * with wait > 0 that finds the name free at once is none.
+ */
+static bool acquire_waited = false;
+
 /* What an attempt under the name's state lock came to. */
 typedef enum AcquireResult
 {
@@ -118,7 +125,7 @@ AcquireUnderStateLock(FunctionCallInfo fcinfo, const DlockRelations *rels,
 		return ACQUIRE_TIMEOUT;
 	}
 	/* A wait that ends with the lease is counted in its row (stats.c). */
-	if (w->queued)
+	if (w->queued && acquire_waited)
 		StatsNoteWait(&lease->stats, *now - w->start);
 	if (LeaseIsHeld(lease, *now) && IsOwnerRenewal(lease, owner))
 	{
@@ -214,6 +221,8 @@ WaitingForSelf(const DlockLease *lease, TimestampTz now, TimestampTz deadline)
  * the lease's release or expiry plus its pin grace has passed, end them
  * first (revoke.c, EndPinningBackends: cancel, then terminate).  The caller
  * looks at the lease again after it.  False when the deadline came first.
+ * It waits for their transactions, not in the lock's queue, so that a
+ * check, renew or release of the name answers at once meanwhile.
  */
 static bool
 WaitForPinners(text *name, const LOCKTAG *tag, const DlockLease *lease,
@@ -225,16 +234,44 @@ WaitForPinners(text *name, const LOCKTAG *tag, const DlockLease *lease,
 	if (LeasePinEnd(lease, &pin_end))
 	{
 		if (GetCurrentTimestamp() >= pin_end)
-			(void) EndPinningBackends(tag, name, false);
+			(void) EndPinningBackends(tag, name, false, w->deadline);
 		else
 			until.deadline = Min(w->deadline, pin_end);
 	}
-	if (WaitForNameLock(tag, DLOCK_LOCK_HANDOVER, &until))
+	if (WaitForNameHolders(tag, DLOCK_LOCK_HANDOVER, &until))
 	{
 		NameLockGiveBack(tag, DLOCK_LOCK_HANDOVER);
 		return true;
 	}
 	return GetCurrentTimestamp() < w->deadline; /* the grace ran out first */
+}
+
+/*
+ * The lease looks free (or ours to renew) but another transaction holds
+ * the name's state lock: wait for it to end, no longer than the deadline of
+ * w.  A pinner that went on to renew or release the lease in its open
+ * transaction holds the state lock too: with the lease no longer held, the
+ * wait is bounded by its pin grace as WaitForPinners bounds the wait for
+ * the hand-over lock, and once that has passed the pinners are ended
+ * first.  True once the state lock is held; false when the deadline or the
+ * pin grace came first (the caller looks again).  Like WaitForPinners it
+ * does not queue for the lock.
+ */
+static bool
+WaitForStateLock(text *name, const LOCKTAG *tag, const DlockLease *lease,
+				 TimestampTz now, const DlockWait *w)
+{
+	DlockWait	until = *w;
+	TimestampTz pin_end;
+
+	if (!LeaseIsHeld(lease, now) && LeasePinEnd(lease, &pin_end))
+	{
+		if (now >= pin_end)
+			(void) EndPinningBackends(tag, name, false, w->deadline);
+		else
+			until.deadline = Min(w->deadline, pin_end);
+	}
+	return WaitForNameHolders(tag, DLOCK_LOCK_STATE, &until);
 }
 
 /*
@@ -275,7 +312,10 @@ HeadTakesTurn(FunctionCallInfo fcinfo, text *name, const LOCKTAG *tag,
 		if (now >= w->deadline || WaitingForSelf(&lease, now, w->deadline))
 			*done = true;
 		else
+		{
+			acquire_waited = true;
 			WaitForLeaseChange(w, Min(LeaseAvailableAt(&lease), w->deadline));
+		}
 		return false;
 	}
 
@@ -288,9 +328,11 @@ HeadTakesTurn(FunctionCallInfo fcinfo, text *name, const LOCKTAG *tag,
 	{
 		/* Waiting, it holds no lock on the lease table. */
 		RelationLockGiveBack(rels->lease_table);
-		if (!WaitForNameLock(tag, DLOCK_LOCK_STATE, w))
+		acquire_waited = true;
+		if (!WaitForStateLock(name, tag, &lease, now, w))
 		{
-			*done = true;		/* the deadline came first */
+			/* the deadline came first, or the grace: look again */
+			*done = GetCurrentTimestamp() >= w->deadline;
 			return false;
 		}
 		if (!WaitForRelationLock(rels->lease_table, w))
@@ -306,9 +348,12 @@ HeadTakesTurn(FunctionCallInfo fcinfo, text *name, const LOCKTAG *tag,
 		return true;
 	if (result == ACQUIRE_TIMEOUT)
 		*done = true;
-	else if (result == ACQUIRE_CHECKED &&
-			 !WaitForPinners(name, tag, &lease, w))
-		*done = true;
+	else if (result == ACQUIRE_CHECKED)
+	{
+		acquire_waited = true;
+		if (!WaitForPinners(name, tag, &lease, w))
+			*done = true;
+	}
 	return false;
 }
 
@@ -329,8 +374,12 @@ AcquireWaiting(FunctionCallInfo fcinfo, text *name, const LOCKTAG *tag,
 	MemoryContext turncxt;
 
 	NameQueueTag(tag, &queue_tag);
-	if (!WaitQueueJoin(&queue_tag, w))
-		return 0;
+	if (!NameLockTry(&queue_tag, DLOCK_LOCK_QUEUE))
+	{
+		acquire_waited = true;
+		if (!WaitQueueJoin(&queue_tag, w))
+			return 0;
+	}
 
 	/* What one turn allocates is freed before the next. */
 	turncxt = AllocSetContextCreate(callcxt, "dlock_acquire",
@@ -418,6 +467,7 @@ LeaseAcquire(FunctionCallInfo fcinfo, text *name, int64 wait_usecs,
 	w.start = GetCurrentTimestamp();
 	w.deadline = w.start + wait_usecs;
 	w.queued = false;
+	acquire_waited = false;
 	rels = DlockGetRelationsWait(fcinfo, &w);
 	if (rels == NULL || !WaitForRelationLock(rels->lease_table, &w))
 		return 0;
@@ -434,7 +484,9 @@ LeaseAcquire(FunctionCallInfo fcinfo, text *name, int64 wait_usecs,
 	StatsWaitBegin(&w);			/* for dlock_waiters (stats.c) */
 	token = AcquireWaiting(fcinfo, name, &tag, owner, &w);
 	StatsWaitEnd();
-	if (token == 0)
+	if (token == 0 && acquire_waited)
 		StatsCountWaitTimeout(name, GetCurrentTimestamp() - w.start);
+	else if (token == 0)
+		StatsCountBusy(name);	/* it answered without waiting */
 	return token;
 }

@@ -240,6 +240,10 @@ extern bool WaitQueueJoin(const LOCKTAG *queue_tag, const DlockWait *w);
 extern void WaitQueueLeave(const LOCKTAG *queue_tag);
 extern bool WaitForNameLock(const LOCKTAG *tag, LOCKMODE mode,
 							const DlockWait *w);
+extern bool WaitForNameHolders(const LOCKTAG *tag, LOCKMODE mode,
+							   const DlockWait *w);
+extern bool WaitForNameFree(const LOCKTAG *tag, LOCKMODE mode,
+							const DlockWait *w);
 extern void WaitForLeaseChange(const DlockWait *w, TimestampTz until);
 extern bool WaitForXact(TransactionId xid, const DlockWait *w);
 extern bool WaitForRelationLock(Oid relid, const DlockWait *w);
@@ -352,8 +356,9 @@ extern void CheckLockRemember(const LOCKTAG *tag);
 /* revoke.c */
 extern PGDLLEXPORT Datum dlock_revoke(PG_FUNCTION_ARGS);
 extern List *NamePinningPids(const LOCKTAG *tag);
-extern List *EndPinningBackends(const LOCKTAG *tag, text *name,
-								bool check_privileges);
+extern List *NameCheckHolderPids(const LOCKTAG *tag);
+extern List *EndPinningBackends(const LOCKTAG *tag, text *name, bool revoke,
+								TimestampTz deadline);
 
 /* undelivered.c */
 extern void UndeliveredNoteAcquire(FunctionCallInfo fcinfo, text *name,

@@ -493,16 +493,19 @@ LeaseIsHeld(const DlockLease *lease, TimestampTz now)
 /*
  * When the name can next be taken (src/README, "The lease state machine"):
  * after a release, at acquired_at + min_hold (or at once); after an expiry
- * without a release, at expires_at + lock_delay.  For a held lease, the
- * earliest time it could be: its expiry plus its lock-delay.
+ * without a release, at the later of expires_at + lock_delay and
+ * acquired_at + min_hold (a renewal with a short ttl does not shorten the
+ * minimum hold).  For a held lease, the earliest time it could be.
  */
 TimestampTz
 LeaseAvailableAt(const DlockLease *lease)
 {
+	TimestampTz hold_end = lease->min_hold > 0 ?
+		lease->acquired_at + lease->min_hold : DT_NOBEGIN;
+
 	if (lease->released)
-		return lease->min_hold > 0 ?
-			lease->acquired_at + lease->min_hold : lease->released_at;
-	return lease->expires_at + Max(lease->lock_delay, 0);
+		return Max(lease->released_at, hold_end);
+	return Max(lease->expires_at + Max(lease->lock_delay, 0), hold_end);
 }
 
 /*
@@ -522,9 +525,9 @@ LeasePinEnd(const DlockLease *lease, TimestampTz *pin_end)
 }
 
 /*
- * May nobody take the name at the time now: it is held, or released before
- * its minimum hold passed, or expired without a release less than its
- * lock-delay ago.  A released lease is never busy for a clock that stepped
+ * May nobody take the name at the time now: it is held, or inside its
+ * minimum hold (released or expired before acquired_at + min_hold), or
+ * expired without a release less than its lock-delay ago.  A released lease is never busy for a clock that stepped
  * back behind its release.
  */
 bool
@@ -532,8 +535,10 @@ LeaseIsBusy(const DlockLease *lease, TimestampTz now)
 {
 	if (!lease->found)
 		return false;
+	if (lease->min_hold > 0 && now < lease->acquired_at + lease->min_hold)
+		return true;
 	if (lease->released)
-		return lease->min_hold > 0 && now < lease->acquired_at + lease->min_hold;
+		return false;
 	return now < lease->expires_at + Max(lease->lock_delay, 0);
 }
 

@@ -4,12 +4,12 @@
  *		dlock_revoke: an operator ends a lease, and the transactions that
  *		hold its check protection (src/README, "Revoking").
  *
- * First the hand-over lock is taken, which waits for every transaction that
- * holds the name's check protection (or changes the lease); then, under
- * the state lock too, the lease row is marked released, without its minimum
- * hold or lock-delay.  The hand-over lock is taken first so that a pinning
- * transaction that goes on to renew or release the lease (it needs the
- * state lock) is a soft deadlock the lock manager reorders, not a hard one.
+ * First the hand-over lock is taken, once every transaction that holds the
+ * name's check protection (or changes the lease) has ended, waiting for
+ * those transactions rather than queuing for the lock, so that the holder
+ * renews, checks and writes meanwhile as if no revoke were waiting; then,
+ * under the state lock too, the lease row is marked released, without its
+ * minimum hold or lock-delay.
  * Once the revoke commits, the token is stale everywhere, and no
  * transaction that vouched for it is still open: what they wrote is
  * committed or rolled back.  If the wait runs out, without force: 55P03 and
@@ -111,29 +111,63 @@ CheckMayEnd(int pid)
 }
 
 /*
- * End the transactions holding a lock on the name that a hand-over waits
- * for: cancel each (a running statement ends, and its transaction rolls
- * back), and terminate each that still holds it DLOCK_CANCEL_GRACE_MS later
- * (a session idle in its transaction ignores a cancel), as hot standby
- * does for a recovery conflict.  Each is logged.  The pids ended.
+ * The backends, other than this one, holding the name's check protection
+ * without its hand-over lock: the pinners of a lease no longer held.  A
+ * transaction that handed the lease over and has not committed yet holds
+ * the hand-over lock too, and is no pinner.  Their pids, as a list of ints.
+ * It reads the lock manager's whole state (GetLockStatusData), which only a
+ * waiter past a pin grace does.
  */
 List *
-EndPinningBackends(const LOCKTAG *tag, text *name, bool check_privileges)
+NameCheckHolderPids(const LOCKTAG *tag)
 {
-	List	   *pids = NamePinningPids(tag);
-	List	   *left;
-	ListCell   *lc;
-	int			waited_ms;
+	LockData   *data = GetLockStatusData();
+	List	   *pids = NIL;
+	int			i;
 
-	if (check_privileges)
-		foreach(lc, pids)
-			CheckMayEnd(lfirst_int(lc));
+	for (i = 0; i < data->nelements; i++)
+	{
+		const LockInstanceData *inst = &data->locks[i];
+		const LOCKTAG *t = &inst->locktag;
+
+		if (t->locktag_type != tag->locktag_type ||
+			t->locktag_lockmethodid != tag->locktag_lockmethodid ||
+			t->locktag_field1 != tag->locktag_field1 ||
+			t->locktag_field2 != tag->locktag_field2 ||
+			t->locktag_field3 != tag->locktag_field3 ||
+			t->locktag_field4 != tag->locktag_field4 ||
+			inst->pid == MyProcPid || inst->pid == 0)
+			continue;
+		if ((inst->holdMask & LOCKBIT_ON(DLOCK_LOCK_CHECK)) != 0 &&
+			(inst->holdMask & LOCKBIT_ON(DLOCK_LOCK_HANDOVER)) == 0)
+			pids = list_append_unique_int(pids, inst->pid);
+	}
+	return pids;
+}
+
+/* The backends to end: every lock holder for a revoke, else the pinners. */
+static List *
+PidsToEnd(const LOCKTAG *tag, bool revoke)
+{
+	return revoke ? NamePinningPids(tag) : NameCheckHolderPids(tag);
+}
+
+/* Log and send sig to each backend of pids (SIGINT: cancel, else end). */
+static void
+SignalPids(List *pids, text *name, int sig)
+{
+	ListCell   *lc;
+
 	foreach(lc, pids)
 	{
 		PGPROC	   *proc = BackendPidGetProc(lfirst_int(lc));
 		char	   *rolname = proc ? GetUserNameFromId(proc->roleId, true) : NULL;
 
-		if (rolname != NULL)
+		if (sig != SIGINT)
+			ereport(LOG,
+					(errmsg("dlock: terminating process %d, which still holds lease \"%s\" back",
+							lfirst_int(lc), text_to_cstring(name))));
+		else if (rolname != NULL)
 			ereport(LOG,
 					(errmsg("dlock: cancelling process %d of role \"%s\", which holds lease \"%s\" back",
 							lfirst_int(lc), rolname, text_to_cstring(name))));
@@ -141,26 +175,58 @@ EndPinningBackends(const LOCKTAG *tag, text *name, bool check_privileges)
 			ereport(LOG,
 					(errmsg("dlock: cancelling process %d, which holds lease \"%s\" back",
 							lfirst_int(lc), text_to_cstring(name))));
-		SignalBackend(lfirst_int(lc), SIGINT);
+		SignalBackend(lfirst_int(lc), sig);
 	}
+}
+
+/*
+ * End the transactions holding the name back: for a revoke (revoke true)
+ * every holder of a lock a hand-over waits for, each checked against
+ * pg_signal_backend's rules first; for a waiting acquire past a pin grace
+ * the pinners only (NameCheckHolderPids).  Cancel each (a running
+ * statement ends, and its transaction rolls back), and terminate each that
+ * still holds it DLOCK_CANCEL_GRACE_MS later or at deadline, whichever
+ * comes first (a session idle in its transaction ignores a cancel), as hot
+ * standby does for a recovery conflict.  A backend that took such a lock
+ * during the cancel wait is terminated too, privilege-checked the same
+ * way.  Each is logged.  The pids ended.
+ */
+List *
+EndPinningBackends(const LOCKTAG *tag, text *name, bool revoke,
+				   TimestampTz deadline)
+{
+	List	   *pids = PidsToEnd(tag, revoke);
+	List	   *left;
+	ListCell   *lc;
+	TimestampTz grace_end;
+
 	if (pids == NIL)
 		return NIL;
-	for (waited_ms = 0; waited_ms < DLOCK_CANCEL_GRACE_MS; waited_ms += 10)
+	if (revoke)
+		foreach(lc, pids)
+			CheckMayEnd(lfirst_int(lc));
+	SignalPids(pids, name, SIGINT);
+	grace_end = Min(deadline,
+					TimestampTzPlusMilliseconds(GetCurrentTimestamp(),
+												DLOCK_CANCEL_GRACE_MS));
+	while (GetCurrentTimestamp() < grace_end)
 	{
-		pg_usleep(10000L);
-		CHECK_FOR_INTERRUPTS();
-		if (NamePinningPids(tag) == NIL)
+		DlockWait	w;
+
+		/* In the lock manager, for the holders' transactions to end. */
+		w.start = GetCurrentTimestamp();
+		w.deadline = Min(grace_end, TimestampTzPlusMilliseconds(w.start, 50));
+		w.queued = false;
+		(void) WaitForNameFree(tag, DLOCK_LOCK_HANDOVER, &w);
+		if (PidsToEnd(tag, revoke) == NIL)
 			return pids;
 	}
-	left = NamePinningPids(tag);
-	foreach(lc, left)
-	{
-		ereport(LOG,
-				(errmsg("dlock: terminating process %d, which still holds lease \"%s\" back",
-						lfirst_int(lc), text_to_cstring(name))));
-		SignalBackend(lfirst_int(lc), SIGTERM);
-	}
-	return pids;
+	left = PidsToEnd(tag, revoke);
+	if (revoke)
+		foreach(lc, left)
+			CheckMayEnd(lfirst_int(lc));
+	SignalPids(left, name, SIGTERM);
+	return list_concat_unique_int(pids, left);
 }
 
 /* A list of pids as an int4[]. */
@@ -196,7 +262,10 @@ RevokeResult(FunctionCallInfo fcinfo, int64 token, List *waited, List *ended)
 
 /*
  * Take the name's hand-over lock, waiting up to wait_usecs for every other
- * transaction holding its check protection; with force, end those still
+ * transaction holding its check protection, without queuing for the lock
+ * (WaitForNameHolders): a queued request would make the holder's renewals,
+ * checks and fenced writes wait behind it, and a revoke that then fails
+ * would have cost the holder its lease.  With force, end those still
  * there and wait for them as long as it takes.  Without force, 55P03 when
  * the wait runs out.  The lock is kept until the transaction ends, so no
  * new check vouches for the revoked token before the revoke commits.
@@ -211,8 +280,7 @@ RevokeWaitForPinners(text *name, const LOCKTAG *tag, int64 wait_usecs,
 	*ended = NIL;
 	w.start = GetCurrentTimestamp();
 	w.deadline = w.start + wait_usecs;
-	if (NameLockTry(tag, DLOCK_LOCK_HANDOVER) ||
-		WaitForNameLock(tag, DLOCK_LOCK_HANDOVER, &w))
+	if (WaitForNameHolders(tag, DLOCK_LOCK_HANDOVER, &w))
 		return;
 	if (!force)
 		ereport(ERROR,
@@ -220,7 +288,7 @@ RevokeWaitForPinners(text *name, const LOCKTAG *tag, int64 wait_usecs,
 				 errmsg("could not revoke lease \"%s\"", text_to_cstring(name)),
 				 errdetail("Other transactions still hold its check protection after the wait."),
 				 errhint("Wait longer, or pass force => true to end them.")));
-	*ended = EndPinningBackends(tag, name, true);
+	*ended = EndPinningBackends(tag, name, true, DT_NOEND);
 	NameLockWait(tag, DLOCK_LOCK_HANDOVER);
 }
 

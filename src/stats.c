@@ -106,6 +106,21 @@ static bool waiter_registered = false;
 static SubTransactionId waiter_subid;	/* the subtransaction that waits */
 static shmem_startup_hook_type prev_shmem_startup_hook = NULL;
 
+/*
+ * A change of the shared counters that must follow the fate of the
+ * transaction asking for it (a reset, or a cleanup forgetting a name):
+ * made when the transaction commits, dropped when it, or the
+ * subtransaction that asked, rolls back.
+ */
+typedef struct StatsPending
+{
+	bool		forget;			/* remove the name's entry, else zero it */
+	text	   *name;			/* NULL: every entry of the database */
+	int			nest_level;		/* of the (sub)transaction that asked */
+} StatsPending;
+
+static List *stats_pending = NIL;	/* in TopTransactionContext */
+
 #ifdef DLOCK_SHMEM_REQUEST_HOOK
 static shmem_request_hook_type prev_shmem_request_hook = NULL;
 #endif
@@ -215,12 +230,60 @@ StatsWaitOf(int pid, TimestampTz *start, TimestampTz *deadline)
 	return found;
 }
 
-/* A wait ended by an error: its entry goes with the (sub)transaction. */
+static void StatsForgetNow(text *name);
+static void StatsResetNow(text *name);
+
+/*
+ * A wait ended by an error: its entry goes with the (sub)transaction.  The
+ * pending changes of the shared counters are made at commit, and dropped
+ * at an abort or a PREPARE (a prepared transaction commits elsewhere).
+ */
 static void
 StatsXactCallback(XactEvent event, void *arg)
 {
+	ListCell   *lc;
+
 	if (event == XACT_EVENT_ABORT || event == XACT_EVENT_PARALLEL_ABORT)
 		StatsWaitEnd();
+	if (event == XACT_EVENT_COMMIT)
+		foreach(lc, stats_pending)
+		{
+			StatsPending *p = (StatsPending *) lfirst(lc);
+
+			if (p->forget)
+				StatsForgetNow(p->name);
+			else
+				StatsResetNow(p->name);
+		}
+	if (event == XACT_EVENT_COMMIT || event == XACT_EVENT_ABORT ||
+		event == XACT_EVENT_PREPARE || event == XACT_EVENT_PARALLEL_ABORT)
+		stats_pending = NIL;	/* its memory goes with the transaction */
+}
+
+/*
+ * At a subtransaction's end, its pending changes go (abort) or become the
+ * parent's (commit).
+ */
+static void
+StatsPendingSubXactEnd(bool commit)
+{
+	int			level = GetCurrentTransactionNestLevel();
+	List	   *kept = NIL;
+	ListCell   *lc;
+
+	foreach(lc, stats_pending)
+	{
+		StatsPending *p = (StatsPending *) lfirst(lc);
+
+		if (p->nest_level < level)
+			kept = lappend(kept, p);
+		else if (commit)
+		{
+			p->nest_level = level - 1;
+			kept = lappend(kept, p);
+		}
+	}
+	stats_pending = kept;
 }
 
 static void
@@ -231,6 +294,32 @@ StatsSubXactCallback(SubXactEvent event, SubTransactionId mySubid,
 	if (event == SUBXACT_EVENT_ABORT_SUB && waiter_registered &&
 		mySubid == waiter_subid)
 		StatsWaitEnd();
+	if ((event == SUBXACT_EVENT_ABORT_SUB ||
+		 event == SUBXACT_EVENT_COMMIT_SUB) && stats_pending != NIL)
+		StatsPendingSubXactEnd(event == SUBXACT_EVENT_COMMIT_SUB);
+}
+
+/* Make a change of the shared counters when this transaction commits. */
+static void
+StatsAtCommit(text *name, bool forget)
+{
+	MemoryContext old;
+	StatsPending *p;
+
+	if (stats_hash == NULL)
+		return;
+	old = MemoryContextSwitchTo(TopTransactionContext);
+	p = palloc(sizeof(StatsPending));
+	p->forget = forget;
+	p->name = NULL;
+	if (name != NULL)
+	{
+		p->name = palloc(VARSIZE_ANY(name));
+		memcpy(p->name, name, VARSIZE_ANY(name));
+	}
+	p->nest_level = GetCurrentTransactionNestLevel();
+	stats_pending = lappend(stats_pending, p);
+	MemoryContextSwitchTo(old);
 }
 
 /* Called from _PG_init: shared counters only when preloaded. */
@@ -380,9 +469,18 @@ StatsCountFenceRefusal(text *name)
 	StatsCount(name, STATS_FENCE_REFUSAL, 0);
 }
 
-/* Forget the shared counters of name (its row was deleted). */
+/*
+ * Forget the shared counters of name (its row was deleted) when this
+ * transaction commits.
+ */
 void
 StatsForgetName(text *name)
+{
+	StatsAtCommit(name, true);
+}
+
+static void
+StatsForgetNow(text *name)
 {
 	StatsKey	key;
 	bool		found;
@@ -397,9 +495,18 @@ StatsForgetName(text *name)
 	LWLockRelease(stats_shared->lock);
 }
 
-/* Zero the shared counters of name, or with name NULL all of the database's. */
+/*
+ * Zero the shared counters of name, or with name NULL all of the
+ * database's, when this transaction commits.
+ */
 static void
 StatsResetShared(text *name)
+{
+	StatsAtCommit(name, false);
+}
+
+static void
+StatsResetNow(text *name)
 {
 	HASH_SEQ_STATUS seq;
 	StatsEntry *e;
@@ -691,20 +798,39 @@ dlock_stats_shared(PG_FUNCTION_ARGS)
 }
 
 /*
+ * How long a reset of every name waits for a transaction that took a
+ * name's state lock after the reset waited for the name to be free: it
+ * then holds the state locks of the names reset before, and would hold
+ * back their renewals.
+ */
+#define DLOCK_STATS_RESET_WAIT_MS	1000
+
+/*
  * Zero the counters of the lease called name as reset at the time now,
  * under its state lock (kept until the transaction ends, so no acquire
- * changes the row meanwhile); a name reset alone hands its counters to the
- * retired row first, so that totals do not go down.
+ * changes the row meanwhile), waited for until deadline without queuing
+ * for it (WaitForNameHolders): 55P03 after that.  A name reset alone hands
+ * its counters to the retired row first, so that totals do not go down.
  */
 static void
 StatsResetName(const DlockRelations *rels, text *name, TimestampTz now,
-			   bool retire)
+			   bool retire, TimestampTz deadline)
 {
 	LOCKTAG		tag;
 	DlockLease	lease;
+	DlockWait	w;
 
 	NameLockTag(name, &tag);
-	NameLockWait(&tag, DLOCK_LOCK_STATE);
+	w.start = GetCurrentTimestamp();
+	w.deadline = deadline;
+	w.queued = false;
+	if (!WaitForNameHolders(&tag, DLOCK_LOCK_STATE, &w))
+		ereport(ERROR,
+				(errcode(ERRCODE_LOCK_NOT_AVAILABLE),
+				 errmsg("could not reset the counters of lease \"%s\"",
+						text_to_cstring(name)),
+				 errdetail("Another transaction changed the lease meanwhile and is still open."),
+				 errhint("Try again.")));
 	LeaseFetchForUpdate(rels, name, &lease);
 	if (lease.found)
 	{
@@ -717,6 +843,40 @@ StatsResetName(const DlockRelations *rels, text *name, TimestampTz now,
 	}
 	if (retire)
 		StatsResetShared(name);
+}
+
+/*
+ * Reset every name: first wait, holding no name's lock, until no other
+ * transaction changes any of them (so that no renewal waits for this
+ * reset while it waits for another name), then reset each, waiting for a
+ * name taken since no longer than DLOCK_STATS_RESET_WAIT_MS.
+ */
+static void
+StatsResetAll(const DlockRelations *rels, TimestampTz now)
+{
+	List	   *names = LeaseListAll(rels);
+	ListCell   *lc;
+	DlockWait	w;
+
+	w.start = GetCurrentTimestamp();
+	w.deadline = DT_NOEND;
+	w.queued = false;
+	foreach(lc, names)
+	{
+		LOCKTAG		tag;
+
+		NameLockTag((text *) lfirst(lc), &tag);
+		(void) WaitForNameFree(&tag, DLOCK_LOCK_STATE, &w);
+	}
+	foreach(lc, names)
+	{
+		StatsResetName(rels, (text *) lfirst(lc), now, false,
+					   TimestampTzPlusMilliseconds(GetCurrentTimestamp(),
+												   DLOCK_STATS_RESET_WAIT_MS));
+		CHECK_FOR_INTERRUPTS();
+	}
+	StatsRetire(rels, NULL, now);
+	StatsResetShared(NULL);
 }
 
 /*
@@ -740,21 +900,9 @@ dlock_stats_reset(PG_FUNCTION_ARGS)
 	{
 		text	   *name = DlockNameArg(fcinfo, 0);
 
-		StatsResetName(rels, name, now, true);
-		PG_RETURN_VOID();
+		StatsResetName(rels, name, now, true, DT_NOEND);
 	}
 	else
-	{
-		List	   *names = LeaseListAll(rels);
-		ListCell   *lc;
-
-		foreach(lc, names)
-		{
-			StatsResetName(rels, (text *) lfirst(lc), now, false);
-			CHECK_FOR_INTERRUPTS();
-		}
-		StatsRetire(rels, NULL, now);
-		StatsResetShared(NULL);
-	}
+		StatsResetAll(rels, now);
 	PG_RETURN_VOID();
 }

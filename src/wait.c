@@ -249,10 +249,18 @@ WaitCheckClientAtCommit(void)
 	check_client_at_commit = true;
 }
 
+/* What a bounded wait waits for in the lock manager (WaitBounded). */
+typedef struct BoundedWait
+{
+	const LOCKTAG *tag;			/* a lock to take, or NULL */
+	LOCKMODE	mode;
+	VirtualTransactionId vxid;	/* with tag NULL: a transaction to wait for */
+} BoundedWait;
+
 /*
- * Take the lock, waiting in the lock manager no longer than the deadline of
- * w: true once held, false when the deadline came first.  The caller's own
- * lock_timeout (counted from the start of w), statement_timeout, query
+ * Wait in the lock manager no longer than the deadline of w, for what *bw
+ * names: true once done, false when the deadline came first.  The caller's
+ * own lock_timeout (counted from the start of w), statement_timeout, query
  * cancel and deadlocks raise their usual errors.
  *
  * The wait runs in an internal subtransaction with lock_timeout set to the
@@ -263,8 +271,8 @@ WaitCheckClientAtCommit(void)
  * resource owner of the calling (sub)transaction, like every lock of dlock's
  * (see XactLockAcquire), never to a portal's.
  */
-bool
-WaitForNameLock(const LOCKTAG *tag, LOCKMODE mode, const DlockWait *w)
+static bool
+WaitBounded(const BoundedWait *bw, const DlockWait *w)
 {
 	MemoryContext oldcxt = CurrentMemoryContext;
 	ResourceOwner oldowner = CurrentResourceOwner;
@@ -299,7 +307,10 @@ WaitForNameLock(const LOCKTAG *tag, LOCKMODE mode, const DlockWait *w)
 		(void) set_config_option("lock_timeout", value, PGC_USERSET,
 								 PGC_S_SESSION, GUC_ACTION_SAVE, true, 0,
 								 false);
-		(void) LockAcquire(tag, mode, false, false);
+		if (bw->tag != NULL)
+			(void) LockAcquire(bw->tag, bw->mode, false, false);
+		else
+			(void) VirtualXactLock(bw->vxid, true);
 
 		/*
 		 * The lock_timeout timer may fire just as the lock is granted: the
@@ -334,6 +345,91 @@ WaitForNameLock(const LOCKTAG *tag, LOCKMODE mode, const DlockWait *w)
 	}
 	PG_END_TRY();
 	return true;
+}
+
+/*
+ * Take the lock, waiting in the lock manager no longer than the deadline of
+ * w (WaitBounded): true once held, false when the deadline came first.  The
+ * request queues: while it waits, requests that conflict with it wait
+ * behind it.
+ */
+bool
+WaitForNameLock(const LOCKTAG *tag, LOCKMODE mode, const DlockWait *w)
+{
+	BoundedWait bw;
+
+	bw.tag = tag;
+	bw.mode = mode;
+	return WaitBounded(&bw, w);
+}
+
+/*
+ * Take the lock once no other transaction holds a conflicting one, waiting
+ * no longer than the deadline of w, without queuing for it: it waits for
+ * the transactions holding conflicting locks to end (GetLockConflicts and
+ * VirtualXactLock, as WaitForLockers in lmgr.c does), then tries again, so
+ * that nobody else's request for the name waits behind it meanwhile.  Each
+ * transaction is waited for DLOCK_HOLDER_WAIT_SLICE_MS at a time, and the
+ * lock tried again after it: a head waiter holds the state lock only for a
+ * look, then waits on in its transaction.  True once held, false when the
+ * deadline came first.  A stream of new holders may keep it waiting until
+ * then.
+ */
+#define DLOCK_HOLDER_WAIT_SLICE_MS	100
+
+/*
+ * Wait for the transactions vxids (ending with an invalid one) to end, no
+ * longer than DLOCK_HOLDER_WAIT_SLICE_MS and the deadline of w.
+ */
+static void
+WaitForHoldersSlice(VirtualTransactionId *vxids, const DlockWait *w)
+{
+	DlockWait	slice = *w;
+	BoundedWait bw;
+
+	slice.deadline = Min(w->deadline,
+						 TimestampTzPlusMilliseconds(GetCurrentTimestamp(),
+													 DLOCK_HOLDER_WAIT_SLICE_MS));
+	bw.tag = NULL;
+	for (; VirtualTransactionIdIsValid(*vxids); vxids++)
+	{
+		bw.vxid = *vxids;
+		if (!WaitBounded(&bw, &slice))
+			break;
+	}
+	CHECK_FOR_INTERRUPTS();
+}
+
+bool
+WaitForNameHolders(const LOCKTAG *tag, LOCKMODE mode, const DlockWait *w)
+{
+	while (!NameLockTry(tag, mode))
+	{
+		if (GetCurrentTimestamp() >= w->deadline)
+			return false;
+		WaitForHoldersSlice(GetLockConflicts(tag, mode, NULL), w);
+	}
+	return true;
+}
+
+/*
+ * Wait, as WaitForNameHolders does, until no other transaction holds a lock
+ * on tag that conflicts with mode, but without taking it: true then, false
+ * when the deadline of w came first.
+ */
+bool
+WaitForNameFree(const LOCKTAG *tag, LOCKMODE mode, const DlockWait *w)
+{
+	for (;;)
+	{
+		VirtualTransactionId *vxids = GetLockConflicts(tag, mode, NULL);
+
+		if (!VirtualTransactionIdIsValid(*vxids))
+			return true;
+		if (GetCurrentTimestamp() >= w->deadline)
+			return false;
+		WaitForHoldersSlice(vxids, w);
+	}
 }
 
 /*
