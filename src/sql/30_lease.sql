@@ -1094,5 +1094,5 @@ COMMENT ON COLUMN @extschema@.dlock_leases.min_hold IS
 COMMENT ON COLUMN @extschema@.dlock_leases.lock_delay IS
 	'lock-delay after an expiry without a release, fixed by the last acquire or renew; NULL: none';
 COMMENT ON COLUMN @extschema@.dlock_leases.available_at IS
-	'when the name can next be taken (minimum hold after an early release, lock-delay after an expiry); NULL while the lease is held';
+	'when the name can next be taken (minimum hold after an early release or expiry, lock-delay after an expiry); NULL while the lease is held';
 GRANT SELECT ON @extschema@.dlock_leases TO PUBLIC;
