@@ -54,6 +54,18 @@ NOT_RUN = {
     # interleavings MAY_WAIT cannot list (two steps waiting at once, seen
     # in a CI run on 14).  The answers of the race: sql_acquire_bounds.spec.
     "specs/acquire_race": "its wait => 0 steps may wait 1 ms behind the other session's uncommitted first acquire, and the isolation tester's interleaving then varies (the SQL edition's race: test/sql_edition/specs/sql_acquire_bounds.spec)",
+    # The C edition's bounded-pinning specs of its outside review's fixes:
+    # their pinners are the isolation tester's superuser sessions and the
+    # grace is the setting dlock.pin_grace; the SQL edition's waiter never
+    # ends a superuser's session and keeps its grace in dlock_sql_settings
+    # (docs/editions.md, "who a waiter past the pin grace ends"; its own
+    # test: test/sql_edition/revoke_force.sh).
+    "specs/pin_grace_checks": "the holder is a superuser's session, which the SQL edition's waiter never ends (its test: test/sql_edition/revoke_force.sh)",
+    "specs/pin_grace_deadline": "the holder is a superuser's session, which the SQL edition's waiter never ends (its test: test/sql_edition/revoke_force.sh)",
+    "specs/pin_grace_renewed": "the holder is a superuser's session, which the SQL edition's waiter never ends (its test: test/sql_edition/revoke_force.sh)",
+    "specs/pin_grace_released": "the holder is a superuser's session, which the SQL edition's waiter never ends (its test: test/sql_edition/revoke_force.sh)",
+    "specs/revoke_force_late": "dlock_revoke(force => true) against the isolation tester's superuser sessions, which the SQL edition never ends (docs/editions.md, \"which sessions dlock_revoke(force => true) ends\"; its test: test/sql_edition/revoke_force.sh)",
+    "specs/stats_reset_wait": "the C edition's dlock_stats_reset() waits for an open renewal; the SQL edition's writes baselines and waits for no lease (docs/editions.md, \"dlock_stats_reset\"; its own test: test/sql_edition/specs/sql_stats_reset.spec)",
     "specs/row_cache": "the C edition's lease-row cache and dlock_lease's columns and keys (the SQL edition has no cache; its expiry is in dlock_expiry)",
 }
 
