@@ -264,13 +264,17 @@ WaitForStateLock(text *name, const LOCKTAG *tag, const DlockLease *lease,
 	DlockWait	until = *w;
 	TimestampTz pin_end;
 
-	if (!LeaseIsHeld(lease, now) && LeasePinEnd(lease, &pin_end))
-	{
-		if (now >= pin_end)
-			(void) EndPinningBackends(tag, name, false, w->deadline);
-		else
-			until.deadline = Min(w->deadline, pin_end);
-	}
+	/*
+	 * No pin grace to keep: wait in the lock manager, where the deadlock
+	 * detector sees the wait (two acquires in open transactions waiting for
+	 * each other's names: 40P01, test/t/014_wait_queue.pl).
+	 */
+	if (LeaseIsHeld(lease, now) || !LeasePinEnd(lease, &pin_end))
+		return WaitForNameLock(tag, DLOCK_LOCK_STATE, w);
+	if (now >= pin_end)
+		(void) EndPinningBackends(tag, name, false, w->deadline);
+	else
+		until.deadline = Min(w->deadline, pin_end);
 	return WaitForNameHolders(tag, DLOCK_LOCK_STATE, &until);
 }
 

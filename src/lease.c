@@ -517,7 +517,8 @@ LeaseAvailableAt(const DlockLease *lease)
 bool
 LeasePinEnd(const DlockLease *lease, TimestampTz *pin_end)
 {
-	if (lease->pin_grace < 0)
+	/* a lease never committed has nobody's check protection to bound */
+	if (!lease->found || lease->pin_grace < 0)
 		return false;
 	*pin_end = (lease->released ? lease->released_at : lease->expires_at) +
 		lease->pin_grace;
