@@ -126,23 +126,9 @@ q -d postgres -c "DROP DATABASE IF EXISTS $db" -c "DROP ROLE IF EXISTS $admin" >
 # its library (test/run builds it into tmp_dlock-1.1) and the released
 # scripts, which check nothing.  Without that library, an old "dlock" of
 # the same kind (no guard; no library: its one function is SQL).
-pkglibdir=$("$pg_config" --pkglibdir)
-sharedir=$("$pg_config" --sharedir)
-prefix=$bindir
-while [ "${pkglibdir#"$prefix"/}" = "$pkglibdir" ] || [ "${sharedir#"$prefix"/}" = "$sharedir" ]; do
-	prefix=$(dirname "$prefix")
-done
 inst=$work/inst
-ibin=$inst/${bindir#"$prefix"/}
-ilib=$inst/${pkglibdir#"$prefix"/}
-ishare=$inst/${sharedir#"$prefix"/}
-mkdir -p "$ibin" "$ilib" "$(dirname "$ishare")"
-cp -a "$bindir"/. "$ibin"/
-for f in "$pkglibdir"/*.so; do
-	case $(basename "$f") in dlock*) ;; *) cp -a "$f" "$ilib"/ ;; esac
-done
-cp -a "$sharedir" "$ishare"
-rm -f "$ishare"/extension/dlock.control "$ishare"/extension/dlock--*.sql
+. "$top/test/lib/pg_copy.sh"
+copy_installation_without_dlock "$pg_config" "$inst"
 old_so=$top/tmp_dlock-1.1/dlock.so
 if [ -s "$old_so" ]; then
 	old_versions="1.0 1.1"

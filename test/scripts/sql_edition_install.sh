@@ -147,23 +147,9 @@ main_psql -d postgres -c "DROP DATABASE IF EXISTS $both" >/dev/null 2>&1
 # is laid out as the original below their common prefix, so that the
 # programs find their share and lib directories relative to themselves.
 bindir=$("$pg_config" --bindir)
-pkglibdir=$("$pg_config" --pkglibdir)
-sharedir=$("$pg_config" --sharedir)
-prefix=$bindir
-while [ "${pkglibdir#"$prefix"/}" = "$pkglibdir" ] || [ "${sharedir#"$prefix"/}" = "$sharedir" ]; do
-	prefix=$(dirname "$prefix")
-done
 inst=$work/inst
-ibin=$inst/${bindir#"$prefix"/}
-ilib=$inst/${pkglibdir#"$prefix"/}
-ishare=$inst/${sharedir#"$prefix"/}
-mkdir -p "$ibin" "$ilib" "$(dirname "$ishare")"
-cp -a "$bindir"/. "$ibin"/
-for f in "$pkglibdir"/*.so; do
-	case $(basename "$f") in dlock*) ;; *) cp -a "$f" "$ilib"/ ;; esac
-done
-cp -a "$sharedir" "$ishare"
-rm -f "$ishare"/extension/dlock.control "$ishare"/extension/dlock--*.sql
+. "$top/test/lib/pg_copy.sh"
+copy_installation_without_dlock "$pg_config" "$inst"
 # The same script as a trusted extension with superuser = true (dlock_sql
 # has superuser = false, so its script runs as the installing role): then
 # PostgreSQL runs it as the bootstrap superuser, which owns its objects,
