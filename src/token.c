@@ -603,50 +603,34 @@ TokenRecordEpoch(Oid epoch_table, int64 floor, const TokenHistory *h,
  * meet on one lock-manager entry, the lock has TOKEN_JUMP_STRIPES stripes
  * (field3 of the jump tag): a draw takes the one of its process, a jump
  * takes them all, in order.
+ *
+ * The lock is held only for those few steps, which wait for no other
+ * transaction (a jump takes every relation lock it needs before it,
+ * TokenJumpLockRelations), and is given back before the draw returns.  It
+ * is therefore always waited for, whatever the caller's deadline: an
+ * acquire with wait = 0 of a free name must not answer busy because
+ * another backend drew or jumped at the same moment
+ * (test/t/016_token_unique.pl).
  */
 #define TOKEN_JUMP_STRIPES 16
 
-/*
- * Take one stripe of the jump lock, waiting no longer than the deadline of
- * w (NULL: as long as it takes): false when the deadline came first.
- */
-static bool
-TokenJumpStripeLock(int stripe, LOCKMODE mode, const DlockWait *w)
+static void
+TokenJumpStripeLock(int stripe, LOCKMODE mode)
 {
 	LOCKTAG		tag;
 
 	TokenJumpTag(&tag, stripe);
-	if (w == NULL)
-	{
-		NameLockWait(&tag, mode);
-		return true;
-	}
-	return NameLockTry(&tag, mode) || WaitForNameLock(&tag, mode, w);
+	NameLockWait(&tag, mode);
 }
 
-/*
- * Take every stripe exclusively, in order, waiting no longer than the
- * deadline of w for them all: false, holding none, when it came first.
- */
-static bool
-TokenJumpLock(const DlockWait *w)
+/* Take every stripe exclusively, in order. */
+static void
+TokenJumpLock(void)
 {
-	LOCKTAG		tag;
 	int			i;
 
 	for (i = 0; i < TOKEN_JUMP_STRIPES; i++)
-	{
-		if (!TokenJumpStripeLock(i, ExclusiveLock, w))
-		{
-			while (--i >= 0)
-			{
-				TokenJumpTag(&tag, i);
-				NameLockGiveBack(&tag, ExclusiveLock);
-			}
-			return false;
-		}
-	}
-	return true;
+		TokenJumpStripeLock(i, ExclusiveLock);
 }
 
 static void
@@ -664,18 +648,16 @@ TokenJumpUnlock(void)
 
 /*
  * Draw from the counter on the fast path, in share mode (see above),
- * waiting for a jump in progress no longer than the deadline of w: 0 when
- * the deadline came first.  The caller holds the counter's lock.
+ * waiting for a jump in progress.  The caller holds the counter's lock.
  */
 static int64
-TokenNextval(Oid seqoid, const DlockWait *w)
+TokenNextval(Oid seqoid)
 {
 	LOCKTAG		tag;
 	int64		t;
 	int			stripe = MyProcPid % TOKEN_JUMP_STRIPES;
 
-	if (!TokenJumpStripeLock(stripe, ShareLock, w))
-		return 0;
+	TokenJumpStripeLock(stripe, ShareLock);
 	t = nextval_internal(seqoid, false);
 	TokenJumpTag(&tag, stripe);
 	NameLockGiveBack(&tag, ShareLock);
@@ -732,11 +714,12 @@ TokenJump(const DlockRelations *rels, Relation seqrel, int64 last,
 	/*
 	 * Every draw waits while the jump lock is held: take the table locks of
 	 * the jump first, so that no one's DDL on them is waited for under it.
-	 * Both are waited for no longer than the deadline of w: 0 when it came
+	 * They are waited for no longer than the deadline of w: 0 when it came
 	 * first (the caller's draw is then never handed out).
 	 */
-	if (!TokenJumpLockRelations(rels, w) || !TokenJumpLock(w))
+	if (!TokenJumpLockRelations(rels, w))
 		return 0;
+	TokenJumpLock();
 
 	TokenCurrentHistory(seqrel, &cur);
 	TokenLoadEpoch(token_state_epoch, &latest);
@@ -795,17 +778,13 @@ TokenTimelineFloor(void)
 	return (int64) (tli - 1) << DLOCK_TOKEN_EPOCH_SHIFT;
 }
 
-/*
- * 1.0 shape: move the counter past floor, serialized like a jump; 0 when
- * the deadline of w came first.
- */
+/* 1.0 shape: move the counter past floor, serialized like a jump. */
 static int64
-TokenRaise10(const DlockRelations *rels, int64 floor, const DlockWait *w)
+TokenRaise10(const DlockRelations *rels, int64 floor)
 {
 	int64		t;
 
-	if (!TokenJumpLock(w))
-		return 0;
+	TokenJumpLock();
 	t = nextval_internal(rels->token_seq, false);
 	if (t < floor)
 	{
@@ -862,16 +841,14 @@ TokenDraw(const DlockRelations *rels, int64 last, const DlockWait *w)
 		TokenLoadEpoch(token_state_epoch, &epoch_cache);
 		RelationLockGiveBackMode(token_state_epoch, AccessShareLock);
 	}
-	t = TokenNextval(rels->token_seq, w);
-	if (t == 0)
-		return 0;
+	t = TokenNextval(rels->token_seq);
 	seqrel = relation_open(rels->token_seq, AccessShareLock);
 
 	if (!OidIsValid(token_state_epoch))
 	{
 		floor = Max(TokenTimelineFloor(), last);
 		if (t <= floor)
-			t = TokenRaise10(rels, floor, w);
+			t = TokenRaise10(rels, floor);
 	}
 	else
 	{
