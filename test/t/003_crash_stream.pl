@@ -224,15 +224,23 @@ for my $epoch (1 .. $crashes)
 
 	# The clients notice the crash and exit; collect what they received.
 	my $cut = 0;
+	my @not_cut;
 	my @epoch_tokens;
 	my %async_ok;
 	for my $r (@running)
 	{
 		$r->{h}->finish;
 		my $id = $r->{c}{id};
-		$cut++
-		  if $r->{err} =~
-		  /server closed the connection unexpectedly|connection to server was lost|terminating connection/;
+		if ($r->{err} =~
+			/server closed the connection unexpectedly|connection to server was lost|terminating connection/
+		  )
+		{
+			$cut++;
+		}
+		else
+		{
+			push @not_cut, "$id: " . ($r->{err} || 'no error, exited');
+		}
 
 		my @mine;
 		for my $line (split /\n/, $r->{out})
@@ -252,6 +260,7 @@ for my $epoch (1 .. $crashes)
 			elsif ($line =~ /^[AH] /)
 			{
 				$r->{c}{bad_lines}++;
+				diag("crash $epoch, $id: $line");
 			}
 			elsif ($line =~ /^I (\d+\.\d+)$/)
 			{
@@ -263,7 +272,7 @@ for my $epoch (1 .. $crashes)
 	}
 	is($cut, scalar @running,
 		"crash $epoch: the crash cut off every client in the middle of its stream"
-	);
+	) or diag(join("\n", @not_cut));
 	cmp_ok(scalar @epoch_tokens, '>=', $want * 2,
 		"crash $epoch: the clients received tokens before the crash");
 	my ($epoch_min) = sort { $a <=> $b } @epoch_tokens;
