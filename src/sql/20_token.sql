@@ -162,8 +162,6 @@ COMMENT ON FUNCTION @extschema@.dlock_sql_counter_check() IS
 
 -- Jump: t was drawn and refused (or reason is 'rebase').  Returns the new
 -- token; *floor is recorded in dlock_epoch in the calling transaction.
--- nowait: an acquire with wait => 0 never waits for another jumper (55P03,
--- which the acquire turns into busy).
 --
 -- Jumpers serialise from their read of the counter to their setval: under
 -- SHARE UPDATE EXCLUSIVE on dlock_sql_jump, a mode that conflicts with
@@ -175,9 +173,13 @@ COMMENT ON FUNCTION @extschema@.dlock_sql_counter_check() IS
 -- jumping transaction ends: setval and nextval are not rolled back, and the
 -- block's subtransaction gets no XID (a table lock needs none; nextval and
 -- setval assign the top transaction's).  The record is written after it,
--- without waiting for another jumper's record.
+-- without waiting for another jumper's record.  Since the lock is held
+-- only for those few statements, it is waited for up to 50 ms whatever
+-- the caller's wait: an acquire with wait => 0 of a free name must not
+-- answer busy because another backend jumps at the same moment (the C
+-- edition waits for its jump lock: src/token.c).
 CREATE FUNCTION @extschema@.dlock_sql_jump(t pg_catalog.int8, last pg_catalog.int8,
-	reason pg_catalog.text, nowait pg_catalog.bool, OUT token pg_catalog.int8, OUT floor pg_catalog.int8)
+	reason pg_catalog.text, OUT token pg_catalog.int8, OUT floor pg_catalog.int8)
 LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE SECURITY INVOKER
 AS $dlock$
 DECLARE
@@ -185,13 +187,19 @@ DECLARE
 	cur record;
 	now_us pg_catalog.int8;
 	f pg_catalog.int8;
+	bound pg_catalog.text;
 BEGIN
 	BEGIN
-		IF nowait THEN
-			LOCK TABLE @extschema@.dlock_sql_jump IN SHARE UPDATE EXCLUSIVE MODE NOWAIT;
-		ELSE
-			LOCK TABLE @extschema@.dlock_sql_jump IN SHARE UPDATE EXCLUSIVE MODE;
+		-- This lock is waited for at least 50 ms, whatever shorter bound
+		-- the acquire set (1 ms for wait => 0): another jumper holds it for
+		-- a few statements only.  Every other lock, the caller's bound.
+		bound := pg_catalog.current_setting('lock_timeout');
+		IF bound::pg_catalog.interval
+		   BETWEEN '1 microsecond'::pg_catalog.interval AND '50 ms'::pg_catalog.interval THEN
+			PERFORM pg_catalog.set_config('lock_timeout', '50', true);
 		END IF;
+		LOCK TABLE @extschema@.dlock_sql_jump IN SHARE UPDATE EXCLUSIVE MODE;
+		PERFORM pg_catalog.set_config('lock_timeout', bound, true);
 		PERFORM @extschema@.dlock_sql_counter_check();
 		SELECT e.* INTO ep FROM @extschema@.dlock_epoch AS e ORDER BY e.floor DESC LIMIT 1;
 		cur := @extschema@.dlock_sql_history();
@@ -241,13 +249,13 @@ BEGIN
 				cur.counter_relfilenode, pg_catalog.clock_timestamp(), reason);
 END
 $dlock$;
-REVOKE ALL ON FUNCTION @extschema@.dlock_sql_jump(pg_catalog.int8, pg_catalog.int8, pg_catalog.text, pg_catalog.bool) FROM PUBLIC;
-COMMENT ON FUNCTION @extschema@.dlock_sql_jump(pg_catalog.int8, pg_catalog.int8, pg_catalog.text, pg_catalog.bool) IS
+REVOKE ALL ON FUNCTION @extschema@.dlock_sql_jump(pg_catalog.int8, pg_catalog.int8, pg_catalog.text) FROM PUBLIC;
+COMMENT ON FUNCTION @extschema@.dlock_sql_jump(pg_catalog.int8, pg_catalog.int8, pg_catalog.text) IS
 	'internal: move the token counter to a new floor above every earlier token and the clock, and record it in dlock_epoch';
 
 -- A new token for a name whose last token is last (0 if none), in the
 -- history cur (dlock_sql_history(), which the caller also records).
-CREATE FUNCTION @extschema@.dlock_sql_draw(last pg_catalog.int8, nowait pg_catalog.bool, cur record)
+CREATE FUNCTION @extschema@.dlock_sql_draw(last pg_catalog.int8, cur record)
 RETURNS pg_catalog.int8
 LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE SECURITY INVOKER
 AS $dlock$
@@ -259,11 +267,11 @@ BEGIN
 	IF @extschema@.dlock_sql_token_ok(t, last, ep, cur) THEN
 		RETURN t;
 	END IF;
-	RETURN (@extschema@.dlock_sql_jump(t, last, NULL, nowait)).token;
+	RETURN (@extschema@.dlock_sql_jump(t, last, NULL)).token;
 END
 $dlock$;
-REVOKE ALL ON FUNCTION @extschema@.dlock_sql_draw(pg_catalog.int8, pg_catalog.bool, record) FROM PUBLIC;
-COMMENT ON FUNCTION @extschema@.dlock_sql_draw(pg_catalog.int8, pg_catalog.bool, record) IS
+REVOKE ALL ON FUNCTION @extschema@.dlock_sql_draw(pg_catalog.int8, record) FROM PUBLIC;
+COMMENT ON FUNCTION @extschema@.dlock_sql_draw(pg_catalog.int8, record) IS
 	'internal: a new token above every token handed out before and above last (jumps when needed), in the history cur';
 
 
@@ -368,7 +376,7 @@ BEGIN
 	PERFORM @extschema@.dlock_sql_writable('dlock_rebase()');
 	PERFORM @extschema@.dlock_sql_no_prepare();
 	RETURN (@extschema@.dlock_sql_jump(pg_catalog.nextval('@extschema@.dlock_token_seq'::pg_catalog.regclass),
-									   at_least, 'rebase', false)).floor;
+									   at_least, 'rebase')).floor;
 END
 $dlock$;
 REVOKE ALL ON FUNCTION @extschema@.dlock_sql_rebase(pg_catalog.int8) FROM PUBLIC;

@@ -959,7 +959,7 @@ BEGIN
 			RAISE EXCEPTION 'busy' USING ERRCODE = 'DLKBY';
 		END IF;
 	END IF;
-	t := @extschema@.dlock_sql_draw(coalesce(l.token, 0), nowait, hist);
+	t := @extschema@.dlock_sql_draw(coalesce(l.token, 0), hist);
 	-- A ttl without days, months or years that dlock_sql_acquire let
 	-- through passes every check at any now; any other is checked again.
 	PERFORM @extschema@.dlock_sql_write_new($1, l.token, t, $3, caller, now,

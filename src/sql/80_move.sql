@@ -136,7 +136,7 @@ BEGIN
 	PERFORM @extschema@.dlock_sql_jump(pg_catalog.nextval('@extschema@.dlock_token_seq'::pg_catalog.regclass),
 									   greatest((state OPERATOR(pg_catalog.->>) 'highest_token')::pg_catalog.int8,
 												(state OPERATOR(pg_catalog.->>) 'counter')::pg_catalog.int8),
-									   'rebase', false);
+									   'rebase');
 	RETURN imported;
 END
 $dlock$;

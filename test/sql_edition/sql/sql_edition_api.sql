@@ -52,7 +52,7 @@ SELECT dlock_check('job', :t1 + 1) AS other_token, dlock_release('job', :t1 + 1)
 -- Tables and internal functions are closed.
 SELECT count(*) FROM dlock_lease;
 \echo :LAST_ERROR_SQLSTATE
-SELECT dlock_sql_draw(0, false, ROW(NULL::int8, NULL::int8, NULL::oid, NULL::oid));
+SELECT dlock_sql_draw(0, ROW(NULL::int8, NULL::int8, NULL::oid, NULL::oid));
 \echo :LAST_ERROR_SQLSTATE
 SELECT dlock_rebase();
 \echo :LAST_ERROR_SQLSTATE
