@@ -189,8 +189,9 @@ CREATE VIEW @extschema@.dlock_stats_total AS
 		   l.lost OPERATOR(pg_catalog.+) coalesce(r.lost, 0) AS lost,
 		   NULL::pg_catalog.int8 AS busy,
 		   l.waits OPERATOR(pg_catalog.+) coalesce(r.waits, 0) AS waits,
+		   -- OPERATOR() binds as any other operator: the quotient in parentheses.
 		   l.wait_time OPERATOR(pg_catalog.+)
-			   coalesce(r.wait_us, 0)::pg_catalog.float8 OPERATOR(pg_catalog./) 1000000 AS wait_time,
+			   (coalesce(r.wait_us, 0)::pg_catalog.float8 OPERATOR(pg_catalog./) 1000000) AS wait_time,
 		   GREATEST(l.wait_time_max,
 					coalesce(r.wait_max_us, 0)::pg_catalog.float8 OPERATOR(pg_catalog./) 1000000) AS wait_time_max,
 		   NULL::pg_catalog.int8 AS wait_timeouts,
