@@ -557,16 +557,17 @@ CREATE FUNCTION @extschema@.dlock_stats_shared(
 	OUT name pg_catalog.text, OUT busy pg_catalog.int8,
 	OUT wait_timeouts pg_catalog.int8, OUT wait_timeout_time pg_catalog.float8,
 	OUT wait_timeout_time_max pg_catalog.float8,
-	OUT fence_refusals pg_catalog.int8)
+	OUT fence_refusals pg_catalog.int8, OUT counted_by_name pg_catalog.bool)
 RETURNS SETOF record
 AS 'MODULE_PATHNAME', 'dlock_stats_shared'
 LANGUAGE C VOLATILE PARALLEL SAFE;
 COMMENT ON FUNCTION @extschema@.dlock_stats_shared() IS
-	'the counters dlock keeps in shared memory for this database: one row per name and one with a NULL name for the total; no row unless the library is in shared_preload_libraries';
+	'the counters dlock keeps in shared memory for this database: one row per name and one with a NULL name for the total; no row unless the library is in shared_preload_libraries; counted_by_name false: the name''s counters may miss events (dlock.stats_max_names), or in the total, names without a row are unknown, not 0';
 
 CREATE VIEW @extschema@.dlock_stats AS
 	WITH s AS (SELECT * FROM @extschema@.dlock_stats_shared()),
-		 t AS (SELECT pg_catalog.count(*) OPERATOR(pg_catalog.>) 0 AS shared
+		 t AS (SELECT pg_catalog.count(*) OPERATOR(pg_catalog.>) 0 AS shared,
+					  pg_catalog.bool_and(s.counted_by_name) AS all_named
 				 FROM s WHERE s.name IS NULL)
 	SELECT l.name,
 		   l.acquisitions,
@@ -575,16 +576,19 @@ CREATE VIEW @extschema@.dlock_stats AS
 		   l.releases,
 		   l.takeovers,
 		   l.lost,
-		   CASE WHEN t.shared THEN coalesce(s.busy, 0) END AS busy,
-		   l.waits OPERATOR(pg_catalog.+) coalesce(s.wait_timeouts, 0) AS waits,
-		   l.wait_time OPERATOR(pg_catalog.+) coalesce(s.wait_timeout_time, 0) AS wait_time,
-		   greatest(l.wait_time_max, s.wait_timeout_time_max) AS wait_time_max,
-		   CASE WHEN t.shared THEN coalesce(s.wait_timeouts, 0) END AS wait_timeouts,
-		   CASE WHEN t.shared THEN coalesce(s.fence_refusals, 0) END AS fence_refusals,
+		   CASE WHEN k.known THEN coalesce(s.busy, 0) END AS busy,
+		   l.waits OPERATOR(pg_catalog.+) CASE WHEN k.known THEN coalesce(s.wait_timeouts, 0) ELSE 0 END AS waits,
+		   l.wait_time OPERATOR(pg_catalog.+) CASE WHEN k.known THEN coalesce(s.wait_timeout_time, 0) ELSE 0 END AS wait_time,
+		   greatest(l.wait_time_max, CASE WHEN k.known THEN s.wait_timeout_time_max END) AS wait_time_max,
+		   CASE WHEN k.known THEN coalesce(s.wait_timeouts, 0) END AS wait_timeouts,
+		   CASE WHEN k.known THEN coalesce(s.fence_refusals, 0) END AS fence_refusals,
 		   l.stats_reset
 	  FROM @extschema@.dlock_lease AS l
 	 CROSS JOIN t
-	  LEFT JOIN s ON s.name OPERATOR(pg_catalog.=) l.name;
+	  LEFT JOIN s ON s.name OPERATOR(pg_catalog.=) l.name
+	 -- a name's shared counters are known (a10 F10): counted, or no name of
+	 -- the database missed (a name without a row has none then)
+	 CROSS JOIN LATERAL (SELECT t.shared AND coalesce(s.counted_by_name, t.all_named) AS known) AS k;
 COMMENT ON VIEW @extschema@.dlock_stats IS
 	'counters per lock name, one row per lease row, since the row was made or its last reset; busy, wait_timeouts and fence_refusals need shared_preload_libraries = ''dlock'' (else NULL) and count from the server''s start';
 COMMENT ON COLUMN @extschema@.dlock_stats.name IS 'the lock name';
@@ -594,12 +598,12 @@ COMMENT ON COLUMN @extschema@.dlock_stats.renewals IS 'dlock_renew calls that re
 COMMENT ON COLUMN @extschema@.dlock_stats.releases IS 'dlock_release calls that returned true';
 COMMENT ON COLUMN @extschema@.dlock_stats.takeovers IS 'acquisitions of a lease that had expired without a release';
 COMMENT ON COLUMN @extschema@.dlock_stats.lost IS 'leases that expired without a release, counted when seen: at the takeover or at dlock_cleanup';
-COMMENT ON COLUMN @extschema@.dlock_stats.busy IS 'acquires that returned NULL (shared memory; NULL without shared_preload_libraries)';
+COMMENT ON COLUMN @extschema@.dlock_stats.busy IS 'acquires that returned NULL (shared memory; NULL without shared_preload_libraries, or for a name that dlock.stats_max_names left uncounted)';
 COMMENT ON COLUMN @extschema@.dlock_stats.waits IS 'acquires that waited, whether they got the lease or not (those that did not: only with shared_preload_libraries)';
 COMMENT ON COLUMN @extschema@.dlock_stats.wait_time IS 'total seconds those acquires waited';
 COMMENT ON COLUMN @extschema@.dlock_stats.wait_time_max IS 'the longest of those waits, in seconds';
-COMMENT ON COLUMN @extschema@.dlock_stats.wait_timeouts IS 'acquires that waited and returned NULL (shared memory; NULL without shared_preload_libraries)';
-COMMENT ON COLUMN @extschema@.dlock_stats.fence_refusals IS 'LK001 errors raised by dlock_assert and dlock_fence (shared memory; NULL without shared_preload_libraries)';
+COMMENT ON COLUMN @extschema@.dlock_stats.wait_timeouts IS 'acquires that waited and returned NULL (shared memory; NULL without shared_preload_libraries, or for a name that dlock.stats_max_names left uncounted)';
+COMMENT ON COLUMN @extschema@.dlock_stats.fence_refusals IS 'LK001 errors raised by dlock_assert and dlock_fence (shared memory; NULL without shared_preload_libraries, or for a name that dlock.stats_max_names left uncounted)';
 COMMENT ON COLUMN @extschema@.dlock_stats.stats_reset IS 'when the name''s counters were last reset; NULL if never';
 GRANT SELECT ON @extschema@.dlock_stats TO PUBLIC;
 

@@ -160,12 +160,12 @@ COMMENT ON COLUMN @extschema@.dlock_stats.renewals IS 'dlock_renew calls that re
 COMMENT ON COLUMN @extschema@.dlock_stats.releases IS 'dlock_release calls that returned true';
 COMMENT ON COLUMN @extschema@.dlock_stats.takeovers IS 'acquisitions of a lease that had expired without a release';
 COMMENT ON COLUMN @extschema@.dlock_stats.lost IS 'leases that expired without a release, counted when seen: at the takeover or at dlock_cleanup';
-COMMENT ON COLUMN @extschema@.dlock_stats.busy IS 'acquires that returned NULL (shared memory; NULL without shared_preload_libraries)';
+COMMENT ON COLUMN @extschema@.dlock_stats.busy IS 'acquires that returned NULL (shared memory; NULL without shared_preload_libraries, or for a name that dlock.stats_max_names left uncounted)';
 COMMENT ON COLUMN @extschema@.dlock_stats.waits IS 'acquires that waited, whether they got the lease or not (those that did not: only with shared_preload_libraries)';
 COMMENT ON COLUMN @extschema@.dlock_stats.wait_time IS 'total seconds those acquires waited';
 COMMENT ON COLUMN @extschema@.dlock_stats.wait_time_max IS 'the longest of those waits, in seconds';
-COMMENT ON COLUMN @extschema@.dlock_stats.wait_timeouts IS 'acquires that waited and returned NULL (shared memory; NULL without shared_preload_libraries)';
-COMMENT ON COLUMN @extschema@.dlock_stats.fence_refusals IS 'LK001 errors raised by dlock_assert and dlock_fence (shared memory; NULL without shared_preload_libraries)';
+COMMENT ON COLUMN @extschema@.dlock_stats.wait_timeouts IS 'acquires that waited and returned NULL (shared memory; NULL without shared_preload_libraries, or for a name that dlock.stats_max_names left uncounted)';
+COMMENT ON COLUMN @extschema@.dlock_stats.fence_refusals IS 'LK001 errors raised by dlock_assert and dlock_fence (shared memory; NULL without shared_preload_libraries, or for a name that dlock.stats_max_names left uncounted)';
 COMMENT ON COLUMN @extschema@.dlock_stats.stats_reset IS 'when the name''s counters were last reset; NULL if never';
 GRANT SELECT ON @extschema@.dlock_stats TO PUBLIC;
 
@@ -523,13 +523,13 @@ CREATE FUNCTION @extschema@.dlock_stats_shared(
 	OUT name pg_catalog.text, OUT busy pg_catalog.int8,
 	OUT wait_timeouts pg_catalog.int8, OUT wait_timeout_time pg_catalog.float8,
 	OUT wait_timeout_time_max pg_catalog.float8,
-	OUT fence_refusals pg_catalog.int8)
+	OUT fence_refusals pg_catalog.int8, OUT counted_by_name pg_catalog.bool)
 RETURNS SETOF record
 LANGUAGE sql VOLATILE PARALLEL SAFE
 AS $dlock$
 SELECT NULL::pg_catalog.text, NULL::pg_catalog.int8, NULL::pg_catalog.int8, NULL::pg_catalog.float8,
-	   NULL::pg_catalog.float8, NULL::pg_catalog.int8
+	   NULL::pg_catalog.float8, NULL::pg_catalog.int8, NULL::pg_catalog.bool
  WHERE false
 $dlock$;
 COMMENT ON FUNCTION @extschema@.dlock_stats_shared() IS
-	'the counters dlock keeps in shared memory for this database: one row per name and one with a NULL name for the total; no row unless the library is in shared_preload_libraries';
+	'the counters dlock keeps in shared memory for this database: one row per name and one with a NULL name for the total; no row unless the library is in shared_preload_libraries; counted_by_name false: the name''s counters may miss events (dlock.stats_max_names), or in the total, names without a row are unknown, not 0';
