@@ -545,13 +545,13 @@ COMMENT ON COLUMN @extschema@.dlock_stats_retired.owner_renewals IS 'acquires by
 COMMENT ON COLUMN @extschema@.dlock_stats_retired.renewals IS 'dlock_renew calls that returned true';
 COMMENT ON COLUMN @extschema@.dlock_stats_retired.releases IS 'dlock_release calls that returned true';
 COMMENT ON COLUMN @extschema@.dlock_stats_retired.takeovers IS 'acquisitions of a lease that had expired without a release';
-COMMENT ON COLUMN @extschema@.dlock_stats_retired.lost IS 'leases that expired without a release (counted at the takeover or at dlock_cleanup)';
+COMMENT ON COLUMN @extschema@.dlock_stats_retired.lost IS 'leases that expired without a release (counted at the takeover, at dlock_cleanup or at dlock_import)';
 COMMENT ON COLUMN @extschema@.dlock_stats_retired.waits IS 'acquires that waited in the queue and got the lease (those that timed out: dlock_stats, shared memory)';
 COMMENT ON COLUMN @extschema@.dlock_stats_retired.wait_time IS 'total seconds those acquires waited';
 COMMENT ON COLUMN @extschema@.dlock_stats_retired.wait_time_max IS 'the longest of those waits, in seconds';
 COMMENT ON COLUMN @extschema@.dlock_stats_retired.stats_reset IS 'when dlock_stats_reset() last reset all counters; NULL if never';
 COMMENT ON TABLE @extschema@.dlock_stats_retired IS
-	'at most one row, made by the first cleanup or reset: the counters of the lease rows dlock_cleanup deleted and of names reset one by one, so that dlock_stats_total never goes down but by dlock_stats_reset()';
+	'at most one row, made by the first cleanup, reset or import over rows: the counters of the lease rows dlock_cleanup deleted or dlock_import replaced and of names reset one by one, so that dlock_stats_total never goes down but by dlock_stats_reset()';
 
 CREATE FUNCTION @extschema@.dlock_stats_shared(
 	OUT name pg_catalog.text, OUT busy pg_catalog.int8,

@@ -100,14 +100,14 @@ CREATE TABLE @extschema@.dlock_stats_retired (
 );
 REVOKE ALL ON TABLE @extschema@.dlock_stats_retired FROM PUBLIC;
 COMMENT ON TABLE @extschema@.dlock_stats_retired IS
-	'dlock counters (SQL edition), at most one row, made by the first cleanup or reset: the counters of lease rows dlock_cleanup deleted and of names reset one at a time, so that dlock_stats_total never goes down but by a reset of everything';
+	'dlock counters (SQL edition), at most one row, made by the first cleanup, reset or import over rows: the counters of lease rows dlock_cleanup deleted or dlock_import replaced and of names reset one at a time, so that dlock_stats_total never goes down but by a reset of everything';
 COMMENT ON COLUMN @extschema@.dlock_stats_retired.one IS 'always true: the table has at most one row';
 COMMENT ON COLUMN @extschema@.dlock_stats_retired.acquisitions IS 'acquisitions of retired counters';
 COMMENT ON COLUMN @extschema@.dlock_stats_retired.owner_renewals IS 'owner_renewals of retired counters';
 COMMENT ON COLUMN @extschema@.dlock_stats_retired.renewals IS 'renewals of retired counters';
 COMMENT ON COLUMN @extschema@.dlock_stats_retired.releases IS 'releases of retired counters';
 COMMENT ON COLUMN @extschema@.dlock_stats_retired.takeovers IS 'takeovers of retired counters';
-COMMENT ON COLUMN @extschema@.dlock_stats_retired.lost IS 'lost of retired counters, and the leases dlock_cleanup deleted that had expired without a release';
+COMMENT ON COLUMN @extschema@.dlock_stats_retired.lost IS 'lost of retired counters, and the leases dlock_cleanup deleted or dlock_import replaced that had expired without a release';
 COMMENT ON COLUMN @extschema@.dlock_stats_retired.waits IS 'waits of retired counters';
 COMMENT ON COLUMN @extschema@.dlock_stats_retired.wait_us IS 'total wait of retired counters, in microseconds';
 COMMENT ON COLUMN @extschema@.dlock_stats_retired.wait_max_us IS 'the longest wait of retired counters, in microseconds';
