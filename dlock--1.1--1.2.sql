@@ -446,35 +446,8 @@ BEGIN
 			USING ERRCODE = '42704',
 				  HINT = 'Create the roles first (pg_dumpall -r dumps them), or let those leases expire, then import again.';
 	END IF;
-	-- The counters of the rows replaced go to the totals, as a cleanup's
-	-- do (an expiry never released is lost), so that dlock_stats_total does
-	-- not go down (a10 F9); dlock_stats_retired is locked as by a cleanup.
-	IF existing OPERATOR(pg_catalog.>) 0 THEN
-		LOCK TABLE @extschema@.dlock_stats_retired IN EXCLUSIVE MODE;
-		INSERT INTO @extschema@.dlock_stats_retired AS r
-			(acquisitions, owner_renewals, renewals, releases, takeovers, lost, waits,
-			 wait_time, wait_time_max)
-			SELECT pg_catalog.sum(l.acquisitions)::pg_catalog.int8,
-				   pg_catalog.sum(l.owner_renewals)::pg_catalog.int8,
-				   pg_catalog.sum(l.renewals)::pg_catalog.int8,
-				   pg_catalog.sum(l.releases)::pg_catalog.int8,
-				   pg_catalog.sum(l.takeovers)::pg_catalog.int8,
-				   (pg_catalog.sum(l.lost) OPERATOR(pg_catalog.+)
-					pg_catalog.count(*) FILTER (WHERE l.released_at IS NULL))::pg_catalog.int8,
-				   pg_catalog.sum(l.waits)::pg_catalog.int8,
-				   pg_catalog.sum(l.wait_time), pg_catalog.max(l.wait_time_max)
-			  FROM @extschema@.dlock_lease AS l
-		ON CONFLICT (one) DO UPDATE
-		   SET acquisitions = r.acquisitions OPERATOR(pg_catalog.+) EXCLUDED.acquisitions,
-			   owner_renewals = r.owner_renewals OPERATOR(pg_catalog.+) EXCLUDED.owner_renewals,
-			   renewals = r.renewals OPERATOR(pg_catalog.+) EXCLUDED.renewals,
-			   releases = r.releases OPERATOR(pg_catalog.+) EXCLUDED.releases,
-			   takeovers = r.takeovers OPERATOR(pg_catalog.+) EXCLUDED.takeovers,
-			   lost = r.lost OPERATOR(pg_catalog.+) EXCLUDED.lost,
-			   waits = r.waits OPERATOR(pg_catalog.+) EXCLUDED.waits,
-			   wait_time = r.wait_time OPERATOR(pg_catalog.+) EXCLUDED.wait_time,
-			   wait_time_max = greatest(r.wait_time_max, EXCLUDED.wait_time_max);
-	END IF;
+	-- The counters of the rows replaced stay in the totals (a10 F9).
+	PERFORM @extschema@.dlock_stats_retire_rows() WHERE existing OPERATOR(pg_catalog.>) 0;
 	DELETE FROM @extschema@.dlock_lease;
 	SELECT c.system_identifier INTO sysid FROM pg_catalog.pg_control_system() AS c;
 	INSERT INTO @extschema@.dlock_lease (name, token, owner, role, acquired_at, expires_at,
@@ -813,3 +786,40 @@ CREATE OR REPLACE VIEW @extschema@.dlock_leases AS
 	  FROM @extschema@.dlock_lease AS l;
 COMMENT ON COLUMN @extschema@.dlock_leases.available_at IS
 	'when the name can next be taken (minimum hold after an early release or expiry, lock-delay after an expiry); NULL while the lease is held';
+
+-- issue 27 a10 F9: dlock_import(replace => true) keeps the counters of the
+-- rows it replaces in the totals, as dlock_cleanup does.
+CREATE FUNCTION @extschema@.dlock_stats_retire_rows()
+RETURNS void
+LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
+AS $dlock$
+BEGIN
+	LOCK TABLE @extschema@.dlock_stats_retired IN EXCLUSIVE MODE;
+	INSERT INTO @extschema@.dlock_stats_retired AS r
+		(acquisitions, owner_renewals, renewals, releases, takeovers, lost, waits,
+		 wait_time, wait_time_max)
+		SELECT pg_catalog.sum(l.acquisitions)::pg_catalog.int8,
+			   pg_catalog.sum(l.owner_renewals)::pg_catalog.int8,
+			   pg_catalog.sum(l.renewals)::pg_catalog.int8,
+			   pg_catalog.sum(l.releases)::pg_catalog.int8,
+			   pg_catalog.sum(l.takeovers)::pg_catalog.int8,
+			   (pg_catalog.sum(l.lost) OPERATOR(pg_catalog.+)
+				pg_catalog.count(*) FILTER (WHERE l.released_at IS NULL))::pg_catalog.int8,
+			   pg_catalog.sum(l.waits)::pg_catalog.int8,
+			   pg_catalog.sum(l.wait_time), pg_catalog.max(l.wait_time_max)
+		  FROM @extschema@.dlock_lease AS l
+	ON CONFLICT (one) DO UPDATE
+	   SET acquisitions = r.acquisitions OPERATOR(pg_catalog.+) EXCLUDED.acquisitions,
+		   owner_renewals = r.owner_renewals OPERATOR(pg_catalog.+) EXCLUDED.owner_renewals,
+		   renewals = r.renewals OPERATOR(pg_catalog.+) EXCLUDED.renewals,
+		   releases = r.releases OPERATOR(pg_catalog.+) EXCLUDED.releases,
+		   takeovers = r.takeovers OPERATOR(pg_catalog.+) EXCLUDED.takeovers,
+		   lost = r.lost OPERATOR(pg_catalog.+) EXCLUDED.lost,
+		   waits = r.waits OPERATOR(pg_catalog.+) EXCLUDED.waits,
+		   wait_time = r.wait_time OPERATOR(pg_catalog.+) EXCLUDED.wait_time,
+		   wait_time_max = greatest(r.wait_time_max, EXCLUDED.wait_time_max);
+END
+$dlock$;
+REVOKE ALL ON FUNCTION @extschema@.dlock_stats_retire_rows() FROM PUBLIC;
+COMMENT ON FUNCTION @extschema@.dlock_stats_retire_rows() IS
+	'internal (dlock_import): add the counters of every lease row to dlock_stats_retired, an expiry never released as lost, before the rows are deleted';

@@ -459,6 +459,46 @@ REVOKE ALL ON FUNCTION @extschema@.dlock_sql_retire_lock() FROM PUBLIC;
 COMMENT ON FUNCTION @extschema@.dlock_sql_retire_lock() IS
 	'internal (dlock_cleanup): lock dlock_sql_stats_lock without waiting and make the row of dlock_stats_retired if missing; false if another cleanup or reset holds the lock';
 
+-- dlock_import(replace => true) keeps the counters of the rows it replaces
+-- in the totals, as dlock_cleanup does (a10 F9): the caller holds the lock
+-- of dlock_sql_stats_lock and deletes the rows and their baselines next.
+CREATE FUNCTION @extschema@.dlock_sql_stats_retire_rows()
+RETURNS void
+LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
+AS $dlock$
+BEGIN
+	IF NOT EXISTS (SELECT FROM @extschema@.dlock_stats_retired) THEN
+		INSERT INTO @extschema@.dlock_stats_retired DEFAULT VALUES;
+	END IF;
+	WITH s AS (
+		SELECT pg_catalog.sum(x.acquisitions) AS acquisitions,
+			   pg_catalog.sum(x.owner_renewals) AS owner_renewals,
+			   pg_catalog.sum(x.renewals) AS renewals, pg_catalog.sum(x.releases) AS releases,
+			   pg_catalog.sum(x.takeovers) AS takeovers,
+			   pg_catalog.sum(x.lost) OPERATOR(pg_catalog.+)
+				   pg_catalog.count(*) FILTER (WHERE e.released_at IS NULL) AS lost,
+			   pg_catalog.sum(x.waits) AS waits,
+			   pg_catalog.round(pg_catalog.sum(x.wait_time) OPERATOR(pg_catalog.*) 1000000)::pg_catalog.int8 AS wait_us,
+			   pg_catalog.round(pg_catalog.max(x.wait_time_max) OPERATOR(pg_catalog.*) 1000000)::pg_catalog.int8 AS wait_max_us
+		  FROM @extschema@.dlock_stats AS x
+		  JOIN @extschema@.dlock_expiry AS e ON e.name OPERATOR(pg_catalog.=) x.name)
+	UPDATE @extschema@.dlock_stats_retired AS r
+	   SET acquisitions = r.acquisitions OPERATOR(pg_catalog.+) s.acquisitions,
+		   owner_renewals = r.owner_renewals OPERATOR(pg_catalog.+) s.owner_renewals,
+		   renewals = r.renewals OPERATOR(pg_catalog.+) s.renewals,
+		   releases = r.releases OPERATOR(pg_catalog.+) s.releases,
+		   takeovers = r.takeovers OPERATOR(pg_catalog.+) s.takeovers,
+		   lost = r.lost OPERATOR(pg_catalog.+) s.lost,
+		   waits = r.waits OPERATOR(pg_catalog.+) s.waits,
+		   wait_us = r.wait_us OPERATOR(pg_catalog.+) s.wait_us,
+		   wait_max_us = GREATEST(r.wait_max_us, s.wait_max_us)
+	  FROM s;
+END
+$dlock$;
+REVOKE ALL ON FUNCTION @extschema@.dlock_sql_stats_retire_rows() FROM PUBLIC;
+COMMENT ON FUNCTION @extschema@.dlock_sql_stats_retire_rows() IS
+	'internal (dlock_import): add the counters of every lease row to dlock_stats_retired, an expiry never released as lost, before the rows are deleted';
+
 -- The installing role may pass cleanup and reset on: where it does not own
 -- the functions (a trusted extension's belong to the bootstrap superuser),
 -- it gets EXECUTE with the grant option; where it owns them, nothing changes.

@@ -88,8 +88,7 @@ BEGIN
 	PERFORM FROM @extschema@.dlock_import_leases(state);
 	PERFORM @extschema@.dlock_sql_writable('dlock_import()');
 	PERFORM @extschema@.dlock_sql_no_prepare();
-	-- One cleanup, reset or import at a time (70_stats.sql), taken first as
-	-- dlock_cleanup takes it.
+	-- One cleanup, reset or import at a time (70_stats.sql), this lock first.
 	PERFORM FROM @extschema@.dlock_sql_stats_lock FOR UPDATE;
 	-- Against acquisitions, renewals, releases and other imports until the
 	-- transaction ends.
@@ -118,37 +117,8 @@ BEGIN
 			USING ERRCODE = '42704',
 				  HINT = 'Create the roles first (pg_dumpall -r dumps them), or let those leases expire, then import again.';
 	END IF;
-	-- The counters of the rows replaced go to the totals, as a cleanup's
-	-- do (an expiry never released is lost), so that dlock_stats_total does
-	-- not go down (a10 F9); their baselines go with them.
-	IF existing OPERATOR(pg_catalog.>) 0 THEN
-		IF NOT EXISTS (SELECT FROM @extschema@.dlock_stats_retired) THEN
-			INSERT INTO @extschema@.dlock_stats_retired DEFAULT VALUES;
-		END IF;
-		WITH s AS (
-			SELECT pg_catalog.sum(x.acquisitions) AS acquisitions,
-				   pg_catalog.sum(x.owner_renewals) AS owner_renewals,
-				   pg_catalog.sum(x.renewals) AS renewals, pg_catalog.sum(x.releases) AS releases,
-				   pg_catalog.sum(x.takeovers) AS takeovers,
-				   pg_catalog.sum(x.lost) OPERATOR(pg_catalog.+)
-					   pg_catalog.count(*) FILTER (WHERE e.released_at IS NULL) AS lost,
-				   pg_catalog.sum(x.waits) AS waits,
-				   pg_catalog.round(pg_catalog.sum(x.wait_time) OPERATOR(pg_catalog.*) 1000000)::pg_catalog.int8 AS wait_us,
-				   pg_catalog.round(pg_catalog.max(x.wait_time_max) OPERATOR(pg_catalog.*) 1000000)::pg_catalog.int8 AS wait_max_us
-			  FROM @extschema@.dlock_stats AS x
-			  JOIN @extschema@.dlock_expiry AS e ON e.name OPERATOR(pg_catalog.=) x.name)
-		UPDATE @extschema@.dlock_stats_retired AS r
-		   SET acquisitions = r.acquisitions OPERATOR(pg_catalog.+) s.acquisitions,
-			   owner_renewals = r.owner_renewals OPERATOR(pg_catalog.+) s.owner_renewals,
-			   renewals = r.renewals OPERATOR(pg_catalog.+) s.renewals,
-			   releases = r.releases OPERATOR(pg_catalog.+) s.releases,
-			   takeovers = r.takeovers OPERATOR(pg_catalog.+) s.takeovers,
-			   lost = r.lost OPERATOR(pg_catalog.+) s.lost,
-			   waits = r.waits OPERATOR(pg_catalog.+) s.waits,
-			   wait_us = r.wait_us OPERATOR(pg_catalog.+) s.wait_us,
-			   wait_max_us = GREATEST(r.wait_max_us, s.wait_max_us)
-		  FROM s;
-	END IF;
+	-- The counters of the rows replaced stay in the totals (a10 F9).
+	PERFORM @extschema@.dlock_sql_stats_retire_rows() WHERE existing OPERATOR(pg_catalog.>) 0;
 	DELETE FROM @extschema@.dlock_sql_stats_base;
 	DELETE FROM @extschema@.dlock_expiry;
 	DELETE FROM @extschema@.dlock_lease;
