@@ -446,6 +446,8 @@ BEGIN
 			USING ERRCODE = '42704',
 				  HINT = 'Create the roles first (pg_dumpall -r dumps them), or let those leases expire, then import again.';
 	END IF;
+	-- The counters of the rows replaced stay in the totals (a10 F9).
+	PERFORM @extschema@.dlock_stats_retire_rows() WHERE existing OPERATOR(pg_catalog.>) 0;
 	DELETE FROM @extschema@.dlock_lease;
 	SELECT c.system_identifier INTO sysid FROM pg_catalog.pg_control_system() AS c;
 	INSERT INTO @extschema@.dlock_lease (name, token, owner, role, acquired_at, expires_at,
@@ -516,28 +518,29 @@ COMMENT ON COLUMN @extschema@.dlock_stats_retired.owner_renewals IS 'acquires by
 COMMENT ON COLUMN @extschema@.dlock_stats_retired.renewals IS 'dlock_renew calls that returned true';
 COMMENT ON COLUMN @extschema@.dlock_stats_retired.releases IS 'dlock_release calls that returned true';
 COMMENT ON COLUMN @extschema@.dlock_stats_retired.takeovers IS 'acquisitions of a lease that had expired without a release';
-COMMENT ON COLUMN @extschema@.dlock_stats_retired.lost IS 'leases that expired without a release (counted at the takeover or at dlock_cleanup)';
+COMMENT ON COLUMN @extschema@.dlock_stats_retired.lost IS 'leases that expired without a release (counted at the takeover, at dlock_cleanup or at dlock_import)';
 COMMENT ON COLUMN @extschema@.dlock_stats_retired.waits IS 'acquires that waited in the queue and got the lease (those that timed out: dlock_stats, shared memory)';
 COMMENT ON COLUMN @extschema@.dlock_stats_retired.wait_time IS 'total seconds those acquires waited';
 COMMENT ON COLUMN @extschema@.dlock_stats_retired.wait_time_max IS 'the longest of those waits, in seconds';
 COMMENT ON COLUMN @extschema@.dlock_stats_retired.stats_reset IS 'when dlock_stats_reset() last reset all counters; NULL if never';
 COMMENT ON TABLE @extschema@.dlock_stats_retired IS
-	'at most one row, made by the first cleanup or reset: the counters of the lease rows dlock_cleanup deleted and of names reset one by one, so that dlock_stats_total never goes down but by dlock_stats_reset()';
+	'at most one row, made by the first cleanup, reset or import over rows: the counters of the lease rows dlock_cleanup deleted or dlock_import replaced and of names reset one by one, so that dlock_stats_total never goes down but by dlock_stats_reset()';
 
 CREATE FUNCTION @extschema@.dlock_stats_shared(
 	OUT name pg_catalog.text, OUT busy pg_catalog.int8,
 	OUT wait_timeouts pg_catalog.int8, OUT wait_timeout_time pg_catalog.float8,
 	OUT wait_timeout_time_max pg_catalog.float8,
-	OUT fence_refusals pg_catalog.int8)
+	OUT fence_refusals pg_catalog.int8, OUT counted_by_name pg_catalog.bool)
 RETURNS SETOF record
 AS 'MODULE_PATHNAME', 'dlock_stats_shared'
 LANGUAGE C VOLATILE PARALLEL SAFE;
 COMMENT ON FUNCTION @extschema@.dlock_stats_shared() IS
-	'the counters dlock keeps in shared memory for this database: one row per name and one with a NULL name for the total; no row unless the library is in shared_preload_libraries';
+	'the counters dlock keeps in shared memory for this database: one row per name and one with a NULL name for the total; no row unless the library is in shared_preload_libraries; counted_by_name false: the name''s counters may miss events (dlock.stats_max_names), or in the total, names without a row are unknown, not 0';
 
 CREATE VIEW @extschema@.dlock_stats AS
 	WITH s AS (SELECT * FROM @extschema@.dlock_stats_shared()),
-		 t AS (SELECT pg_catalog.count(*) OPERATOR(pg_catalog.>) 0 AS shared
+		 t AS (SELECT pg_catalog.count(*) OPERATOR(pg_catalog.>) 0 AS shared,
+					  pg_catalog.bool_and(s.counted_by_name) AS all_named
 				 FROM s WHERE s.name IS NULL)
 	SELECT l.name,
 		   l.acquisitions,
@@ -546,32 +549,19 @@ CREATE VIEW @extschema@.dlock_stats AS
 		   l.releases,
 		   l.takeovers,
 		   l.lost,
-		   CASE WHEN t.shared THEN coalesce(s.busy, 0) END AS busy,
-		   l.waits OPERATOR(pg_catalog.+) coalesce(s.wait_timeouts, 0) AS waits,
-		   l.wait_time OPERATOR(pg_catalog.+) coalesce(s.wait_timeout_time, 0) AS wait_time,
-		   greatest(l.wait_time_max, s.wait_timeout_time_max) AS wait_time_max,
-		   CASE WHEN t.shared THEN coalesce(s.wait_timeouts, 0) END AS wait_timeouts,
-		   CASE WHEN t.shared THEN coalesce(s.fence_refusals, 0) END AS fence_refusals,
+		   CASE WHEN k.known THEN coalesce(s.busy, 0) END AS busy,
+		   l.waits OPERATOR(pg_catalog.+) CASE WHEN k.known THEN coalesce(s.wait_timeouts, 0) ELSE 0 END AS waits,
+		   l.wait_time OPERATOR(pg_catalog.+) CASE WHEN k.known THEN coalesce(s.wait_timeout_time, 0) ELSE 0 END AS wait_time,
+		   greatest(l.wait_time_max, CASE WHEN k.known THEN s.wait_timeout_time_max END) AS wait_time_max,
+		   CASE WHEN k.known THEN coalesce(s.wait_timeouts, 0) END AS wait_timeouts,
+		   CASE WHEN k.known THEN coalesce(s.fence_refusals, 0) END AS fence_refusals,
 		   l.stats_reset
 	  FROM @extschema@.dlock_lease AS l
 	 CROSS JOIN t
-	  LEFT JOIN s ON s.name OPERATOR(pg_catalog.=) l.name;
-COMMENT ON VIEW @extschema@.dlock_stats IS
-	'counters per lock name, one row per lease row, since the row was made or its last reset; busy, wait_timeouts and fence_refusals need shared_preload_libraries = ''dlock'' (else NULL) and count from the server''s start';
-COMMENT ON COLUMN @extschema@.dlock_stats.name IS 'the lock name';
-COMMENT ON COLUMN @extschema@.dlock_stats.acquisitions IS 'acquires that issued a new token';
-COMMENT ON COLUMN @extschema@.dlock_stats.owner_renewals IS 'acquires by the holder''s owner that kept the token';
-COMMENT ON COLUMN @extschema@.dlock_stats.renewals IS 'dlock_renew calls that returned true';
-COMMENT ON COLUMN @extschema@.dlock_stats.releases IS 'dlock_release calls that returned true';
-COMMENT ON COLUMN @extschema@.dlock_stats.takeovers IS 'acquisitions of a lease that had expired without a release';
-COMMENT ON COLUMN @extschema@.dlock_stats.lost IS 'leases that expired without a release, counted when seen: at the takeover or at dlock_cleanup';
-COMMENT ON COLUMN @extschema@.dlock_stats.busy IS 'acquires that returned NULL (shared memory; NULL without shared_preload_libraries)';
-COMMENT ON COLUMN @extschema@.dlock_stats.waits IS 'acquires that waited, whether they got the lease or not (those that did not: only with shared_preload_libraries)';
-COMMENT ON COLUMN @extschema@.dlock_stats.wait_time IS 'total seconds those acquires waited';
-COMMENT ON COLUMN @extschema@.dlock_stats.wait_time_max IS 'the longest of those waits, in seconds';
-COMMENT ON COLUMN @extschema@.dlock_stats.wait_timeouts IS 'acquires that waited and returned NULL (shared memory; NULL without shared_preload_libraries)';
-COMMENT ON COLUMN @extschema@.dlock_stats.fence_refusals IS 'LK001 errors raised by dlock_assert and dlock_fence (shared memory; NULL without shared_preload_libraries)';
-COMMENT ON COLUMN @extschema@.dlock_stats.stats_reset IS 'when the name''s counters were last reset; NULL if never';
+	  LEFT JOIN s ON s.name OPERATOR(pg_catalog.=) l.name
+	 -- a name's shared counters are known (a10 F10): counted, or no name of
+	 -- the database missed (a name without a row has none then)
+	 CROSS JOIN LATERAL (SELECT t.shared AND coalesce(s.counted_by_name, t.all_named) AS known) AS k;
 GRANT SELECT ON @extschema@.dlock_stats TO PUBLIC;
 
 CREATE VIEW @extschema@.dlock_stats_total AS
@@ -602,21 +592,6 @@ CREATE VIEW @extschema@.dlock_stats_total AS
 	  FROM l
 	  LEFT JOIN @extschema@.dlock_stats_retired AS r ON true
 	  LEFT JOIN s ON true;
-COMMENT ON VIEW @extschema@.dlock_stats_total IS
-	'the counters of dlock_stats summed over every lease row and the rows dlock_cleanup deleted (dlock_stats_retired): they never go down but by dlock_stats_reset()';
-COMMENT ON COLUMN @extschema@.dlock_stats_total.acquisitions IS 'acquires that issued a new token';
-COMMENT ON COLUMN @extschema@.dlock_stats_total.owner_renewals IS 'acquires by the holder''s owner that kept the token';
-COMMENT ON COLUMN @extschema@.dlock_stats_total.renewals IS 'dlock_renew calls that returned true';
-COMMENT ON COLUMN @extschema@.dlock_stats_total.releases IS 'dlock_release calls that returned true';
-COMMENT ON COLUMN @extschema@.dlock_stats_total.takeovers IS 'acquisitions of a lease that had expired without a release';
-COMMENT ON COLUMN @extschema@.dlock_stats_total.lost IS 'leases that expired without a release, counted when seen: at the takeover or at dlock_cleanup';
-COMMENT ON COLUMN @extschema@.dlock_stats_total.busy IS 'acquires that returned NULL (shared memory; NULL without shared_preload_libraries)';
-COMMENT ON COLUMN @extschema@.dlock_stats_total.waits IS 'acquires that waited, whether they got the lease or not (those that did not: only with shared_preload_libraries)';
-COMMENT ON COLUMN @extschema@.dlock_stats_total.wait_time IS 'total seconds those acquires waited';
-COMMENT ON COLUMN @extschema@.dlock_stats_total.wait_time_max IS 'the longest of those waits, in seconds';
-COMMENT ON COLUMN @extschema@.dlock_stats_total.wait_timeouts IS 'acquires that waited and returned NULL (shared memory; NULL without shared_preload_libraries)';
-COMMENT ON COLUMN @extschema@.dlock_stats_total.fence_refusals IS 'LK001 errors raised by dlock_assert and dlock_fence (shared memory; NULL without shared_preload_libraries)';
-COMMENT ON COLUMN @extschema@.dlock_stats_total.stats_reset IS 'when all counters were last reset (dlock_stats_reset()); NULL if never';
 GRANT SELECT ON @extschema@.dlock_stats_total TO PUBLIC;
 
 CREATE FUNCTION @extschema@.dlock_stats_reset(name pg_catalog.text DEFAULT NULL)
@@ -665,18 +640,8 @@ CREATE VIEW @extschema@.dlock_waiters AS
 	 WHERE w.kind OPERATOR(pg_catalog.=) 'waiting'
 		OR l.released_at IS NOT NULL
 		OR l.expires_at OPERATOR(pg_catalog.<=) pg_catalog.clock_timestamp();
-COMMENT ON VIEW @extschema@.dlock_waiters IS
-	'waiting acquires (kind waiting) and transactions that keep a lease no longer held from changing hands with its check protection (kind pinning)';
-COMMENT ON COLUMN @extschema@.dlock_waiters.name IS 'the lock name';
-COMMENT ON COLUMN @extschema@.dlock_waiters.kind IS 'waiting: an acquire waiting for the lease; pinning: a transaction holding the check protection of a lease that is no longer held';
-COMMENT ON COLUMN @extschema@.dlock_waiters.pid IS 'the backend; NULL unless the current role is a member of its role or of pg_read_all_stats';
-COMMENT ON COLUMN @extschema@.dlock_waiters.role IS 'the backend''s role; NULL unless the current role is a member of it or of pg_read_all_stats';
-COMMENT ON COLUMN @extschema@.dlock_waiters.since IS 'waiting: when the acquire began (with shared_preload_libraries; else when it began to wait in the lock manager, or its statement''s start); pinning: its transaction''s start';
-COMMENT ON COLUMN @extschema@.dlock_waiters.position IS 'waiting: 1 for the head of the queue (the one that looks at the lease), then by pg_locks.waitstart order; pinning: NULL';
-COMMENT ON COLUMN @extschema@.dlock_waiters.deadline IS 'waiting: when the acquire gives up (with shared_preload_libraries; else NULL); pinning: NULL';
-COMMENT ON COLUMN @extschema@.dlock_waiters.state IS 'the backend''s state (pg_stat_activity.state), with the same visibility';
-COMMENT ON COLUMN @extschema@.dlock_waiters.lease_expires_at IS 'when the lease expires or expired; NULL if the name has no lease row';
 GRANT SELECT ON @extschema@.dlock_waiters TO PUBLIC;
+-- @include src/sql/71_stats_comments.sql
 -- issue 27 items 5 and 6: minimum hold and lock-delay (src/acquire.c)
 -- A lease acquired with min_hold and released before acquired_at +
 -- min_hold cannot be taken before then; one that expired without a release
@@ -821,3 +786,40 @@ CREATE OR REPLACE VIEW @extschema@.dlock_leases AS
 	  FROM @extschema@.dlock_lease AS l;
 COMMENT ON COLUMN @extschema@.dlock_leases.available_at IS
 	'when the name can next be taken (minimum hold after an early release or expiry, lock-delay after an expiry); NULL while the lease is held';
+
+-- issue 27 a10 F9: dlock_import(replace => true) keeps the counters of the
+-- rows it replaces in the totals, as dlock_cleanup does.
+CREATE FUNCTION @extschema@.dlock_stats_retire_rows()
+RETURNS void
+LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
+AS $dlock$
+BEGIN
+	LOCK TABLE @extschema@.dlock_stats_retired IN EXCLUSIVE MODE;
+	INSERT INTO @extschema@.dlock_stats_retired AS r
+		(acquisitions, owner_renewals, renewals, releases, takeovers, lost, waits,
+		 wait_time, wait_time_max)
+		SELECT pg_catalog.sum(l.acquisitions)::pg_catalog.int8,
+			   pg_catalog.sum(l.owner_renewals)::pg_catalog.int8,
+			   pg_catalog.sum(l.renewals)::pg_catalog.int8,
+			   pg_catalog.sum(l.releases)::pg_catalog.int8,
+			   pg_catalog.sum(l.takeovers)::pg_catalog.int8,
+			   (pg_catalog.sum(l.lost) OPERATOR(pg_catalog.+)
+				pg_catalog.count(*) FILTER (WHERE l.released_at IS NULL))::pg_catalog.int8,
+			   pg_catalog.sum(l.waits)::pg_catalog.int8,
+			   pg_catalog.sum(l.wait_time), pg_catalog.max(l.wait_time_max)
+		  FROM @extschema@.dlock_lease AS l
+	ON CONFLICT (one) DO UPDATE
+	   SET acquisitions = r.acquisitions OPERATOR(pg_catalog.+) EXCLUDED.acquisitions,
+		   owner_renewals = r.owner_renewals OPERATOR(pg_catalog.+) EXCLUDED.owner_renewals,
+		   renewals = r.renewals OPERATOR(pg_catalog.+) EXCLUDED.renewals,
+		   releases = r.releases OPERATOR(pg_catalog.+) EXCLUDED.releases,
+		   takeovers = r.takeovers OPERATOR(pg_catalog.+) EXCLUDED.takeovers,
+		   lost = r.lost OPERATOR(pg_catalog.+) EXCLUDED.lost,
+		   waits = r.waits OPERATOR(pg_catalog.+) EXCLUDED.waits,
+		   wait_time = r.wait_time OPERATOR(pg_catalog.+) EXCLUDED.wait_time,
+		   wait_time_max = greatest(r.wait_time_max, EXCLUDED.wait_time_max);
+END
+$dlock$;
+REVOKE ALL ON FUNCTION @extschema@.dlock_stats_retire_rows() FROM PUBLIC;
+COMMENT ON FUNCTION @extschema@.dlock_stats_retire_rows() IS
+	'internal (dlock_import): add the counters of every lease row to dlock_stats_retired, an expiry never released as lost, before the rows are deleted';

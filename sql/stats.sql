@@ -76,7 +76,8 @@ SELECT acquisitions, owner_renewals, renewals, releases, takeovers, lost,
 	   waits = (CASE WHEN :'shared'::bool THEN 2 ELSE 1 END) AS waits_ok,
 	   wait_timeouts IS NOT DISTINCT FROM (CASE WHEN :'shared'::bool THEN 1 END) AS timeouts_ok,
 	   fence_refusals IS NOT DISTINCT FROM (CASE WHEN :'shared'::bool THEN 3 END) AS refusals_ok,
-	   stats_reset IS NOT NULL AS reset_known
+	   stats_reset IS NOT NULL AS reset_known,
+	   abs(wait_time - (SELECT sum(s.wait_time) FROM dlock_stats AS s)) < 1e-6 AS wait_time_summed
   FROM dlock_stats_total;
 SELECT * FROM dlock_stats_total \gset before_
 

@@ -19,7 +19,11 @@
  * shared_preload_libraries.  Without it they are NULL in the views, never
  * 0.  They count from the server's start (or the last reset), and a name
  * that does not fit (dlock.stats_max_names) is counted in its database's
- * total only.
+ * total only.  A name's counters are NULL, not 0, where they may miss
+ * something (a10 F10): once a name of a database did not fit, its total
+ * says so (missed), and then a name with no entry, and one whose entry was
+ * made after that, may have missed events: unknown until a reset of the
+ * database's counters (or of the name's) starts them again from 0.
  *
  * Copyright (c) 2026, the dlock developers
  *
@@ -72,6 +76,8 @@ typedef struct StatsEntry
 	pg_atomic_uint64 busy;
 	pg_atomic_uint64 fence_refusals;
 	/* under the lock in exclusive mode: */
+	bool		missed;			/* total: names of the database were missed;
+								 * name: made after that */
 	int64		wait_timeouts;
 	double		timeout_time;
 	double		timeout_time_max;
@@ -81,6 +87,9 @@ typedef struct StatsShared
 {
 	LWLock	   *lock;
 	int			names;			/* entries that are names, not totals */
+	bool		missed_anywhere;	/* names were missed in a database whose
+									 * total could not be made: every name
+									 * is unknown */
 } StatsShared;
 
 static StatsShared *stats_shared = NULL;
@@ -161,6 +170,7 @@ StatsShmemStartup(void)
 	{
 		stats_shared->lock = &(GetNamedLWLockTranche("dlock"))->lock;
 		stats_shared->names = 0;
+		stats_shared->missed_anywhere = false;
 	}
 	memset(&info, 0, sizeof(info));
 	info.keysize = sizeof(StatsKey);
@@ -366,16 +376,56 @@ StatsEntryInit(StatsEntry *e)
 {
 	pg_atomic_init_u64(&e->busy, 0);
 	pg_atomic_init_u64(&e->fence_refusals, 0);
+	e->missed = false;
 	e->wait_timeouts = 0;
 	e->timeout_time = 0;
 	e->timeout_time_max = 0;
 }
 
 /*
+ * The total of this database, made if missing (NULL if there is no room);
+ * the lock is held in exclusive mode.
+ */
+static StatsEntry *
+StatsTotalLocked(void)
+{
+	StatsKey	key;
+	StatsEntry *e;
+	bool		found;
+
+	StatsKeyMake(&key, NULL);
+	e = hash_search(stats_hash, &key, HASH_ENTER_NULL, &found);
+	if (e != NULL && !found)
+		StatsEntryInit(e);
+	return e;
+}
+
+/*
+ * Whether names of this database were missed (a name's entry made now may
+ * lack events counted nowhere before), or with missed, record that they
+ * were; the lock is held in exclusive mode.
+ */
+static bool
+StatsNamesMissed(bool missed)
+{
+	StatsEntry *total = StatsTotalLocked();
+
+	if (total == NULL)
+	{
+		if (missed)
+			stats_shared->missed_anywhere = true;
+		return true;
+	}
+	if (missed)
+		total->missed = true;
+	return total->missed || stats_shared->missed_anywhere;
+}
+
+/*
  * The entry of name (NULL: the database's total), made if missing and
- * there is room; NULL if not.  The lock is held on return, in exclusive
- * mode if *exclusive (set when the entry had to be made or exclusive was
- * asked for), else shared.
+ * there is room; NULL if not (a name's: recorded as missed).  The lock is
+ * held on return, in exclusive mode if *exclusive (set when the entry had
+ * to be made or exclusive was asked for), else shared.
  */
 static StatsEntry *
 StatsEntryGet(text *name, bool *exclusive)
@@ -398,14 +448,18 @@ StatsEntryGet(text *name, bool *exclusive)
 	e = hash_search(stats_hash, &key, HASH_FIND, NULL);
 	if (e != NULL)
 		return e;
-	if (name != NULL && stats_shared->names >= dlock_stats_max_names)
-		return NULL;
-	e = hash_search(stats_hash, &key, HASH_ENTER_NULL, &found);
+	if (name == NULL)
+		return StatsTotalLocked();
+	e = stats_shared->names >= dlock_stats_max_names ? NULL :
+		hash_search(stats_hash, &key, HASH_ENTER_NULL, &found);
 	if (e == NULL)
+	{
+		(void) StatsNamesMissed(true);
 		return NULL;
-	if (name != NULL)
-		stats_shared->names++;
+	}
+	stats_shared->names++;
 	StatsEntryInit(e);
+	e->missed = StatsNamesMissed(false);
 	return e;
 }
 
@@ -516,14 +570,26 @@ StatsResetNow(text *name)
 		return;
 	StatsKeyMake(&key, name);
 	LWLockAcquire(stats_shared->lock, LW_EXCLUSIVE);
+	if (name != NULL)
+	{
+		/*
+		 * A name without an entry while names were missed gets one if there
+		 * is room, so that it counts from 0 again.
+		 */
+		e = hash_search(stats_hash, &key, HASH_FIND, NULL);
+		if (e == NULL && StatsNamesMissed(false) &&
+			stats_shared->names < dlock_stats_max_names &&
+			(e = hash_search(stats_hash, &key, HASH_ENTER_NULL, NULL)) != NULL)
+			stats_shared->names++;
+		if (e != NULL)
+			StatsEntryInit(e);
+		LWLockRelease(stats_shared->lock);
+		return;
+	}
 	hash_seq_init(&seq, stats_hash);
 	while ((e = hash_seq_search(&seq)) != NULL)
-	{
-		if (e->key.dbid != MyDatabaseId)
-			continue;
-		if (name == NULL || memcmp(&e->key, &key, sizeof(StatsKey)) == 0)
+		if (e->key.dbid == MyDatabaseId)
 			StatsEntryInit(e);
-	}
 	LWLockRelease(stats_shared->lock);
 }
 
@@ -701,6 +767,7 @@ typedef struct StatsRow
 	double		timeout_time;
 	double		timeout_time_max;
 	int64		fence_refusals;
+	bool		counted_by_name;
 } StatsRow;
 
 static StatsRow *
@@ -722,6 +789,7 @@ StatsSnapshot(int *n)
 	rows[0].timeout_time = rows[0].timeout_time_max = 0;
 	*n = 1;
 	LWLockAcquire(stats_shared->lock, LW_SHARED);
+	rows[0].counted_by_name = !stats_shared->missed_anywhere;
 	hash_seq_init(&seq, stats_hash);
 	while ((e = hash_seq_search(&seq)) != NULL)
 	{
@@ -744,6 +812,7 @@ StatsSnapshot(int *n)
 		r->wait_timeouts = e->wait_timeouts;
 		r->timeout_time = e->timeout_time;
 		r->timeout_time_max = e->timeout_time_max;
+		r->counted_by_name = !e->missed && !stats_shared->missed_anywhere;
 	}
 	LWLockRelease(stats_shared->lock);
 	return rows;
@@ -753,6 +822,9 @@ StatsSnapshot(int *n)
  * dlock_stats_shared(): the shared-memory counters of this database, one
  * row per name and one with a NULL name for the database's total; no row
  * at all when the library is not in shared_preload_libraries.
+ * counted_by_name: a name's counters miss nothing since its last reset;
+ * the total's, no name of the database was missed since the last reset of
+ * everything (else a name without a row is unknown, not 0).
  */
 Datum
 dlock_stats_shared(PG_FUNCTION_ARGS)
@@ -780,8 +852,8 @@ dlock_stats_shared(PG_FUNCTION_ARGS)
 	if (funcctx->call_cntr < funcctx->max_calls)
 	{
 		StatsRow   *r = &rows[funcctx->call_cntr];
-		Datum		values[6];
-		bool		nulls[6] = {false, false, false, false, false, false};
+		Datum		values[7];
+		bool		nulls[7] = {false, false, false, false, false, false, false};
 
 		nulls[0] = r->total;
 		values[0] = r->total ? (Datum) 0 : CStringGetTextDatum(r->name);
@@ -790,6 +862,7 @@ dlock_stats_shared(PG_FUNCTION_ARGS)
 		values[3] = Float8GetDatum(r->timeout_time);
 		values[4] = Float8GetDatum(r->timeout_time_max);
 		values[5] = Int64GetDatum(r->fence_refusals);
+		values[6] = BoolGetDatum(r->counted_by_name);
 		SRF_RETURN_NEXT(funcctx,
 						HeapTupleGetDatum(heap_form_tuple(funcctx->tuple_desc,
 														  values, nulls)));

@@ -100,14 +100,14 @@ CREATE TABLE @extschema@.dlock_stats_retired (
 );
 REVOKE ALL ON TABLE @extschema@.dlock_stats_retired FROM PUBLIC;
 COMMENT ON TABLE @extschema@.dlock_stats_retired IS
-	'dlock counters (SQL edition), at most one row, made by the first cleanup or reset: the counters of lease rows dlock_cleanup deleted and of names reset one at a time, so that dlock_stats_total never goes down but by a reset of everything';
+	'dlock counters (SQL edition), at most one row, made by the first cleanup, reset or import over rows: the counters of lease rows dlock_cleanup deleted or dlock_import replaced and of names reset one at a time, so that dlock_stats_total never goes down but by a reset of everything';
 COMMENT ON COLUMN @extschema@.dlock_stats_retired.one IS 'always true: the table has at most one row';
 COMMENT ON COLUMN @extschema@.dlock_stats_retired.acquisitions IS 'acquisitions of retired counters';
 COMMENT ON COLUMN @extschema@.dlock_stats_retired.owner_renewals IS 'owner_renewals of retired counters';
 COMMENT ON COLUMN @extschema@.dlock_stats_retired.renewals IS 'renewals of retired counters';
 COMMENT ON COLUMN @extschema@.dlock_stats_retired.releases IS 'releases of retired counters';
 COMMENT ON COLUMN @extschema@.dlock_stats_retired.takeovers IS 'takeovers of retired counters';
-COMMENT ON COLUMN @extschema@.dlock_stats_retired.lost IS 'lost of retired counters, and the leases dlock_cleanup deleted that had expired without a release';
+COMMENT ON COLUMN @extschema@.dlock_stats_retired.lost IS 'lost of retired counters, and the leases dlock_cleanup deleted or dlock_import replaced that had expired without a release';
 COMMENT ON COLUMN @extschema@.dlock_stats_retired.waits IS 'waits of retired counters';
 COMMENT ON COLUMN @extschema@.dlock_stats_retired.wait_us IS 'total wait of retired counters, in microseconds';
 COMMENT ON COLUMN @extschema@.dlock_stats_retired.wait_max_us IS 'the longest wait of retired counters, in microseconds';
@@ -151,22 +151,6 @@ CREATE VIEW @extschema@.dlock_stats AS
 	  FROM @extschema@.dlock_expiry AS e
 	  LEFT JOIN @extschema@.dlock_sql_stats_base AS b
 		ON b.name OPERATOR(pg_catalog.=) e.name AND b.stats_since OPERATOR(pg_catalog.=) e.stats_since;
-COMMENT ON VIEW @extschema@.dlock_stats IS
-	'counters per lock name, one row per lease row, since the row was made or its last reset; busy, wait_timeouts and fence_refusals need shared_preload_libraries = ''dlock'' (else NULL) and count from the server''s start';
-COMMENT ON COLUMN @extschema@.dlock_stats.name IS 'the lock name';
-COMMENT ON COLUMN @extschema@.dlock_stats.acquisitions IS 'acquires that issued a new token';
-COMMENT ON COLUMN @extschema@.dlock_stats.owner_renewals IS 'acquires by the holder''s owner that kept the token';
-COMMENT ON COLUMN @extschema@.dlock_stats.renewals IS 'dlock_renew calls that returned true';
-COMMENT ON COLUMN @extschema@.dlock_stats.releases IS 'dlock_release calls that returned true';
-COMMENT ON COLUMN @extschema@.dlock_stats.takeovers IS 'acquisitions of a lease that had expired without a release';
-COMMENT ON COLUMN @extschema@.dlock_stats.lost IS 'leases that expired without a release, counted when seen: at the takeover or at dlock_cleanup';
-COMMENT ON COLUMN @extschema@.dlock_stats.busy IS 'acquires that returned NULL (shared memory; NULL without shared_preload_libraries)';
-COMMENT ON COLUMN @extschema@.dlock_stats.waits IS 'acquires that waited, whether they got the lease or not (those that did not: only with shared_preload_libraries)';
-COMMENT ON COLUMN @extschema@.dlock_stats.wait_time IS 'total seconds those acquires waited';
-COMMENT ON COLUMN @extschema@.dlock_stats.wait_time_max IS 'the longest of those waits, in seconds';
-COMMENT ON COLUMN @extschema@.dlock_stats.wait_timeouts IS 'acquires that waited and returned NULL (shared memory; NULL without shared_preload_libraries)';
-COMMENT ON COLUMN @extschema@.dlock_stats.fence_refusals IS 'LK001 errors raised by dlock_assert and dlock_fence (shared memory; NULL without shared_preload_libraries)';
-COMMENT ON COLUMN @extschema@.dlock_stats.stats_reset IS 'when the name''s counters were last reset; NULL if never';
 GRANT SELECT ON @extschema@.dlock_stats TO PUBLIC;
 
 CREATE VIEW @extschema@.dlock_stats_total AS
@@ -189,8 +173,9 @@ CREATE VIEW @extschema@.dlock_stats_total AS
 		   l.lost OPERATOR(pg_catalog.+) coalesce(r.lost, 0) AS lost,
 		   NULL::pg_catalog.int8 AS busy,
 		   l.waits OPERATOR(pg_catalog.+) coalesce(r.waits, 0) AS waits,
+		   -- OPERATOR() binds as any other operator: the quotient in parentheses.
 		   l.wait_time OPERATOR(pg_catalog.+)
-			   coalesce(r.wait_us, 0)::pg_catalog.float8 OPERATOR(pg_catalog./) 1000000 AS wait_time,
+			   (coalesce(r.wait_us, 0)::pg_catalog.float8 OPERATOR(pg_catalog./) 1000000) AS wait_time,
 		   GREATEST(l.wait_time_max,
 					coalesce(r.wait_max_us, 0)::pg_catalog.float8 OPERATOR(pg_catalog./) 1000000) AS wait_time_max,
 		   NULL::pg_catalog.int8 AS wait_timeouts,
@@ -198,21 +183,6 @@ CREATE VIEW @extschema@.dlock_stats_total AS
 		   r.stats_reset
 	  FROM l
 	  LEFT JOIN @extschema@.dlock_stats_retired AS r ON true;
-COMMENT ON VIEW @extschema@.dlock_stats_total IS
-	'the counters of dlock_stats summed over every lease row and the rows dlock_cleanup deleted (dlock_stats_retired): they never go down but by dlock_stats_reset()';
-COMMENT ON COLUMN @extschema@.dlock_stats_total.acquisitions IS 'acquires that issued a new token';
-COMMENT ON COLUMN @extschema@.dlock_stats_total.owner_renewals IS 'acquires by the holder''s owner that kept the token';
-COMMENT ON COLUMN @extschema@.dlock_stats_total.renewals IS 'dlock_renew calls that returned true';
-COMMENT ON COLUMN @extschema@.dlock_stats_total.releases IS 'dlock_release calls that returned true';
-COMMENT ON COLUMN @extschema@.dlock_stats_total.takeovers IS 'acquisitions of a lease that had expired without a release';
-COMMENT ON COLUMN @extschema@.dlock_stats_total.lost IS 'leases that expired without a release, counted when seen: at the takeover or at dlock_cleanup';
-COMMENT ON COLUMN @extschema@.dlock_stats_total.busy IS 'acquires that returned NULL (shared memory; NULL without shared_preload_libraries)';
-COMMENT ON COLUMN @extschema@.dlock_stats_total.waits IS 'acquires that waited, whether they got the lease or not (those that did not: only with shared_preload_libraries)';
-COMMENT ON COLUMN @extschema@.dlock_stats_total.wait_time IS 'total seconds those acquires waited';
-COMMENT ON COLUMN @extschema@.dlock_stats_total.wait_time_max IS 'the longest of those waits, in seconds';
-COMMENT ON COLUMN @extschema@.dlock_stats_total.wait_timeouts IS 'acquires that waited and returned NULL (shared memory; NULL without shared_preload_libraries)';
-COMMENT ON COLUMN @extschema@.dlock_stats_total.fence_refusals IS 'LK001 errors raised by dlock_assert and dlock_fence (shared memory; NULL without shared_preload_libraries)';
-COMMENT ON COLUMN @extschema@.dlock_stats_total.stats_reset IS 'when all counters were last reset (dlock_stats_reset()); NULL if never';
 GRANT SELECT ON @extschema@.dlock_stats_total TO PUBLIC;
 
 -- Reset the counters of one name (its counters go to dlock_stats_retired:
@@ -465,17 +435,6 @@ CREATE VIEW @extschema@.dlock_waiters AS
 	 CROSS JOIN LATERAL (
 		SELECT coalesce(pg_catalog.pg_has_role(a.usesysid, 'MEMBER')
 						OR pg_catalog.pg_has_role('pg_read_all_stats', 'MEMBER'), false) AS visible) AS v;
-COMMENT ON VIEW @extschema@.dlock_waiters IS
-	'waiting acquires (kind waiting) and transactions that keep a lease no longer held from changing hands with its check protection (kind pinning)';
-COMMENT ON COLUMN @extschema@.dlock_waiters.name IS 'the lock name';
-COMMENT ON COLUMN @extschema@.dlock_waiters.kind IS 'waiting: an acquire waiting for the lease; pinning: a transaction holding the check protection of a lease that is no longer held';
-COMMENT ON COLUMN @extschema@.dlock_waiters.pid IS 'the backend; NULL unless the current role is a member of its role or of pg_read_all_stats';
-COMMENT ON COLUMN @extschema@.dlock_waiters.role IS 'the backend''s role; NULL unless the current role is a member of it or of pg_read_all_stats';
-COMMENT ON COLUMN @extschema@.dlock_waiters.since IS 'waiting: when the acquire began (with shared_preload_libraries; else when it began to wait in the lock manager, or its statement''s start); pinning: its transaction''s start';
-COMMENT ON COLUMN @extschema@.dlock_waiters.position IS 'waiting: 1 for the head of the queue (the one that looks at the lease), then by pg_locks.waitstart order; pinning: NULL';
-COMMENT ON COLUMN @extschema@.dlock_waiters.deadline IS 'waiting: when the acquire gives up (with shared_preload_libraries; else NULL); pinning: NULL';
-COMMENT ON COLUMN @extschema@.dlock_waiters.state IS 'the backend''s state (pg_stat_activity.state), with the same visibility';
-COMMENT ON COLUMN @extschema@.dlock_waiters.lease_expires_at IS 'when the lease expires or expired; NULL if the name has no lease row';
 GRANT SELECT ON @extschema@.dlock_waiters TO PUBLIC;
 
 -- Lock dlock_sql_stats_lock for this cleanup without waiting, and make
@@ -500,6 +459,46 @@ REVOKE ALL ON FUNCTION @extschema@.dlock_sql_retire_lock() FROM PUBLIC;
 COMMENT ON FUNCTION @extschema@.dlock_sql_retire_lock() IS
 	'internal (dlock_cleanup): lock dlock_sql_stats_lock without waiting and make the row of dlock_stats_retired if missing; false if another cleanup or reset holds the lock';
 
+-- dlock_import(replace => true) keeps the counters of the rows it replaces
+-- in the totals, as dlock_cleanup does (a10 F9): the caller holds the lock
+-- of dlock_sql_stats_lock and deletes the rows and their baselines next.
+CREATE FUNCTION @extschema@.dlock_sql_stats_retire_rows()
+RETURNS void
+LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
+AS $dlock$
+BEGIN
+	IF NOT EXISTS (SELECT FROM @extschema@.dlock_stats_retired) THEN
+		INSERT INTO @extschema@.dlock_stats_retired DEFAULT VALUES;
+	END IF;
+	WITH s AS (
+		SELECT pg_catalog.sum(x.acquisitions) AS acquisitions,
+			   pg_catalog.sum(x.owner_renewals) AS owner_renewals,
+			   pg_catalog.sum(x.renewals) AS renewals, pg_catalog.sum(x.releases) AS releases,
+			   pg_catalog.sum(x.takeovers) AS takeovers,
+			   pg_catalog.sum(x.lost) OPERATOR(pg_catalog.+)
+				   pg_catalog.count(*) FILTER (WHERE e.released_at IS NULL) AS lost,
+			   pg_catalog.sum(x.waits) AS waits,
+			   pg_catalog.round(pg_catalog.sum(x.wait_time) OPERATOR(pg_catalog.*) 1000000)::pg_catalog.int8 AS wait_us,
+			   pg_catalog.round(pg_catalog.max(x.wait_time_max) OPERATOR(pg_catalog.*) 1000000)::pg_catalog.int8 AS wait_max_us
+		  FROM @extschema@.dlock_stats AS x
+		  JOIN @extschema@.dlock_expiry AS e ON e.name OPERATOR(pg_catalog.=) x.name)
+	UPDATE @extschema@.dlock_stats_retired AS r
+	   SET acquisitions = r.acquisitions OPERATOR(pg_catalog.+) s.acquisitions,
+		   owner_renewals = r.owner_renewals OPERATOR(pg_catalog.+) s.owner_renewals,
+		   renewals = r.renewals OPERATOR(pg_catalog.+) s.renewals,
+		   releases = r.releases OPERATOR(pg_catalog.+) s.releases,
+		   takeovers = r.takeovers OPERATOR(pg_catalog.+) s.takeovers,
+		   lost = r.lost OPERATOR(pg_catalog.+) s.lost,
+		   waits = r.waits OPERATOR(pg_catalog.+) s.waits,
+		   wait_us = r.wait_us OPERATOR(pg_catalog.+) s.wait_us,
+		   wait_max_us = GREATEST(r.wait_max_us, s.wait_max_us)
+	  FROM s;
+END
+$dlock$;
+REVOKE ALL ON FUNCTION @extschema@.dlock_sql_stats_retire_rows() FROM PUBLIC;
+COMMENT ON FUNCTION @extschema@.dlock_sql_stats_retire_rows() IS
+	'internal (dlock_import): add the counters of every lease row to dlock_stats_retired, an expiry never released as lost, before the rows are deleted';
+
 -- The installing role may pass cleanup and reset on: where it does not own
 -- the functions (a trusted extension's belong to the bootstrap superuser),
 -- it gets EXECUTE with the grant option; where it owns them, nothing changes.
@@ -522,13 +521,13 @@ CREATE FUNCTION @extschema@.dlock_stats_shared(
 	OUT name pg_catalog.text, OUT busy pg_catalog.int8,
 	OUT wait_timeouts pg_catalog.int8, OUT wait_timeout_time pg_catalog.float8,
 	OUT wait_timeout_time_max pg_catalog.float8,
-	OUT fence_refusals pg_catalog.int8)
+	OUT fence_refusals pg_catalog.int8, OUT counted_by_name pg_catalog.bool)
 RETURNS SETOF record
 LANGUAGE sql VOLATILE PARALLEL SAFE
 AS $dlock$
 SELECT NULL::pg_catalog.text, NULL::pg_catalog.int8, NULL::pg_catalog.int8, NULL::pg_catalog.float8,
-	   NULL::pg_catalog.float8, NULL::pg_catalog.int8
+	   NULL::pg_catalog.float8, NULL::pg_catalog.int8, NULL::pg_catalog.bool
  WHERE false
 $dlock$;
 COMMENT ON FUNCTION @extschema@.dlock_stats_shared() IS
-	'the counters dlock keeps in shared memory for this database: one row per name and one with a NULL name for the total; no row unless the library is in shared_preload_libraries';
+	'the counters dlock keeps in shared memory for this database: one row per name and one with a NULL name for the total; no row unless the library is in shared_preload_libraries; counted_by_name false: the name''s counters may miss events (dlock.stats_max_names), or in the total, names without a row are unknown, not 0';

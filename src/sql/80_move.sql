@@ -88,6 +88,8 @@ BEGIN
 	PERFORM FROM @extschema@.dlock_import_leases(state);
 	PERFORM @extschema@.dlock_sql_writable('dlock_import()');
 	PERFORM @extschema@.dlock_sql_no_prepare();
+	-- One cleanup, reset or import at a time (70_stats.sql), this lock first.
+	PERFORM FROM @extschema@.dlock_sql_stats_lock FOR UPDATE;
 	-- Against acquisitions, renewals, releases and other imports until the
 	-- transaction ends.
 	LOCK TABLE @extschema@.dlock_lease, @extschema@.dlock_expiry IN SHARE ROW EXCLUSIVE MODE;
@@ -115,6 +117,9 @@ BEGIN
 			USING ERRCODE = '42704',
 				  HINT = 'Create the roles first (pg_dumpall -r dumps them), or let those leases expire, then import again.';
 	END IF;
+	-- The counters of the rows replaced stay in the totals (a10 F9).
+	PERFORM @extschema@.dlock_sql_stats_retire_rows() WHERE existing OPERATOR(pg_catalog.>) 0;
+	DELETE FROM @extschema@.dlock_sql_stats_base;
 	DELETE FROM @extschema@.dlock_expiry;
 	DELETE FROM @extschema@.dlock_lease;
 	hist := @extschema@.dlock_sql_history();

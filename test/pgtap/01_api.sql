@@ -47,6 +47,7 @@ SELECT set_eq(
           'function dlock_lock_key_frozen()',
           'function dlock_stats_shared()',
           'function dlock_stats_reset(text)',
+          'function dlock_stats_retire_rows()',
           'function dlock_waiters_locks()',
           'table dlock_lease',
           'table dlock_epoch',

@@ -76,5 +76,58 @@ is( $node->safe_psql(
 	'1 00:00:03', 'its position, and its deadline 3 s after its start');
 $waiter->finish;
 
+# A name beyond dlock.stats_max_names is counted in the total only: its
+# shared counters are unknown (NULL), not 0, and so are those of a name
+# counted by name only after names were missed, until a reset (a10 F10).
+$node->append_conf('postgresql.conf', 'dlock.stats_max_names = 1');
+$node->restart;
+$node->safe_psql('postgres', 'CREATE DATABASE stats_names');
+$node->safe_psql('stats_names', 'CREATE EXTENSION dlock');
+my $shared = sub {
+	return $node->safe_psql('stats_names', q{
+		SELECT string_agg(name || ' ' || coalesce(busy::text, 'null') || ' '
+						  || coalesce(wait_timeouts::text, 'null') || ' '
+						  || coalesce(fence_refusals::text, 'null') || ' ' || waits,
+						  ', ' ORDER BY name)
+		  FROM dlock_stats});
+};
+$node->safe_psql('stats_names', q{
+	SELECT dlock_acquire('k1', '1 min') IS NOT NULL;
+	SELECT dlock_acquire('k2', '1 min') IS NOT NULL;
+	SELECT dlock_acquire('k1', '1 min') IS NULL;
+});
+is($shared->(), 'k1 1 0 0 0, k2 0 0 0 0',
+	'a name without busy answers has 0 while no name was missed');
+$node->safe_psql('stats_names', q{
+	SELECT dlock_acquire('k2', '1 min') IS NULL;
+	SELECT dlock_acquire('k2', '1 min', wait => '20 ms') IS NULL;
+	SELECT dlock_acquire('k3', '1 min') IS NOT NULL;
+});
+is($shared->(), 'k1 1 0 0 0, k2 null null null 0, k3 null null null 0',
+	'beyond dlock.stats_max_names: unknown, as is a name not counted before');
+is($node->safe_psql('stats_names',
+		'SELECT busy || \' \' || wait_timeouts || \' \' || waits FROM dlock_stats_total'),
+	'3 1 1', 'the total counts every name');
+$node->safe_psql('stats_names', 'SELECT dlock_stats_reset()');
+is($shared->(), 'k1 0 0 0 0, k2 0 0 0 0, k3 0 0 0 0',
+	'known again after a reset');
+$node->safe_psql('stats_names', q{SELECT dlock_acquire('k3', '1 min') IS NULL});
+is($shared->(), 'k1 0 0 0 0, k2 null null null 0, k3 null null null 0',
+	'unknown again once a name is missed');
+
+# Room again (dlock_cleanup forgets k1): a name counted by name from now on
+# may have missed answers before, until its reset.
+$node->safe_psql('stats_names', q{
+	SELECT dlock_release('k1', (SELECT token FROM dlock_leases WHERE name = 'k1'));
+	SELECT dlock_cleanup('0', 10);
+	SELECT dlock_acquire('k3', '1 min') IS NULL;
+});
+is($shared->(), 'k2 null null null 0, k3 null null null 0',
+	'a name counted after names were missed is unknown');
+$node->safe_psql('stats_names', q{SELECT dlock_stats_reset('k3')});
+is($shared->(), 'k2 null null null 0, k3 0 0 0 0', 'known after its own reset');
+$node->safe_psql('stats_names', q{SELECT dlock_acquire('k3', '1 min') IS NULL});
+is($shared->(), 'k2 null null null 0, k3 1 0 0 0', 'and counted');
+
 $node->stop;
 done_testing();
