@@ -227,13 +227,74 @@ REVOKE ALL ON FUNCTION @extschema@.dlock_sql_revoke_write(pg_catalog.text) FROM 
 COMMENT ON FUNCTION @extschema@.dlock_sql_revoke_write(pg_catalog.text) IS
 	'internal (dlock_revoke): mark the lease of name released and write a new version of its lease row';
 
+-- The locks of a revoke, the hand-over's, bounded by deadline: true once
+-- it holds the lease row FOR UPDATE and the expiry row FOR UPDATE; false
+-- if the lease row's check protection outlasted deadline (nothing held
+-- then).  While it waits for the lease row, the holder's checks go on
+-- passing (a share lock beside share lockers is granted without waiting
+-- for an exclusive request that sleeps: heapam.c, heap_lock_tuple).  The
+-- lease row is never held while it waits for the expiry row: if a renewal
+-- or release holds that, the lease row is given back, that transaction
+-- waited for (FOR SHARE on the expiry row, given back at once) and the
+-- locks tried again; 55P03 once deadline has passed.  Each try that locks
+-- a row is a subtransaction with an XID.
+CREATE FUNCTION @extschema@.dlock_sql_revoke_lock(name pg_catalog.text, deadline pg_catalog.timestamptz)
+RETURNS pg_catalog.bool
+LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
+AS $dlock$
+DECLARE
+	saved pg_catalog.text := pg_catalog.current_setting('lock_timeout');
+	got pg_catalog.bool;
+	busy pg_catalog.bool;
+BEGIN
+	LOOP
+		got := false;
+		busy := false;
+		BEGIN
+			PERFORM @extschema@.dlock_sql_bound($2, 0);
+			PERFORM FROM @extschema@.dlock_lease AS x WHERE x.name = $1 FOR UPDATE;
+			got := true;
+			PERFORM FROM @extschema@.dlock_expiry AS x WHERE x.name = $1 FOR UPDATE NOWAIT;
+		EXCEPTION WHEN lock_not_available THEN
+			busy := got;
+			got := false;
+		END;
+		PERFORM pg_catalog.set_config('lock_timeout', saved, true);
+		IF NOT busy THEN
+			RETURN got;
+		END IF;
+		IF pg_catalog.clock_timestamp() < $2 THEN
+			BEGIN
+				PERFORM @extschema@.dlock_sql_bound($2, 0);
+				PERFORM FROM @extschema@.dlock_expiry AS x WHERE x.name = $1 FOR SHARE;
+				RAISE EXCEPTION 'given back' USING ERRCODE = 'DLKBY';
+			EXCEPTION
+				WHEN lock_not_available THEN
+					NULL;
+				WHEN SQLSTATE 'DLKBY' THEN
+					busy := false;
+			END;
+			PERFORM pg_catalog.set_config('lock_timeout', saved, true);
+		END IF;
+		IF busy OR pg_catalog.clock_timestamp() >= $2 THEN
+			RAISE EXCEPTION 'could not revoke lock "%": a renewal or release of it is in progress', $1
+				USING ERRCODE = '55P03',
+					  HINT = 'Another transaction changed the lease and has not ended; revoke again once it has.';
+		END IF;
+	END LOOP;
+END
+$dlock$;
+REVOKE ALL ON FUNCTION @extschema@.dlock_sql_revoke_lock(pg_catalog.text, pg_catalog.timestamptz) FROM PUBLIC;
+COMMENT ON FUNCTION @extschema@.dlock_sql_revoke_lock(pg_catalog.text, pg_catalog.timestamptz) IS
+	'internal (dlock_revoke): take the hand-over''s locks on the lease of name by deadline, never holding the lease row while a renewal or release holds the expiry row (false: its check protection outlasted deadline)';
+
 -- dlock_revoke: wait, as a hand-over does (FOR UPDATE on the lease row,
--- bounded by lock_timeout), until no transaction holds the lease row's
--- check protection, ending them with force once wait is over (a cancel or,
--- idle in transaction, a terminate; then a terminate; each round gets the
--- wait again, at least a second); then, under the hand-over's locks, mark
--- the lease released, without its minimum hold and lock-delay.  The one
--- exception block (the lock wait) runs at most three times.
+-- bounded by lock_timeout: dlock_sql_revoke_lock), until no transaction
+-- holds the lease row's check protection, ending them with force once wait
+-- is over (a cancel or, idle in transaction, a terminate; then a
+-- terminate; each round gets the wait again, at least a second); then,
+-- under the hand-over's locks, mark the lease released, without its
+-- minimum hold and lock-delay.
 CREATE FUNCTION @extschema@.dlock_revoke(
 	name pg_catalog.text,
 	token pg_catalog.int8 DEFAULT NULL,
@@ -247,12 +308,9 @@ LANGUAGE plpgsql VOLATILE CALLED ON NULL INPUT PARALLEL UNSAFE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
 AS $dlock$
 DECLARE
-	saved pg_catalog.text := pg_catalog.current_setting('lock_timeout');
 	deadline pg_catalog.timestamptz;
 	pins pg_catalog.int4[];
 	rounds pg_catalog.int4 := 0;
-	got pg_catalog.bool;
-	now pg_catalog.timestamptz;
 	l record;
 	e record;
 BEGIN
@@ -276,23 +334,7 @@ BEGIN
 	LOOP
 		pins := @extschema@.dlock_sql_pinners($1);
 		waited_for := ARRAY(SELECT DISTINCT p FROM pg_catalog.unnest(waited_for || pins) AS p ORDER BY p);
-		got := false;
-		BEGIN
-			PERFORM @extschema@.dlock_sql_bound(deadline, 0);
-			SELECT x.* INTO l FROM @extschema@.dlock_lease AS x WHERE x.name = $1 FOR UPDATE;
-			got := true;
-			-- Bounded too: a renewal or release left open (a11 finding 3).
-			SELECT x.* INTO e FROM @extschema@.dlock_expiry AS x WHERE x.name = $1 FOR UPDATE;
-		EXCEPTION WHEN lock_not_available THEN
-			IF got THEN
-				PERFORM pg_catalog.set_config('lock_timeout', saved, true);
-				RAISE EXCEPTION 'could not revoke lock "%": a renewal or release of it is in progress', $1
-					USING ERRCODE = '55P03',
-						  HINT = 'Another transaction changed the lease and has not ended; revoke again once it has.';
-			END IF;
-		END;
-		PERFORM pg_catalog.set_config('lock_timeout', saved, true);
-		EXIT WHEN got;
+		EXIT WHEN @extschema@.dlock_sql_revoke_lock($1, deadline);
 		pins := @extschema@.dlock_sql_pinners($1);
 		IF NOT $4 OR rounds >= 2 THEN
 			-- The C edition's words (revoke.c); with force, which the C
@@ -309,6 +351,9 @@ BEGIN
 		rounds := rounds + 1;
 		deadline := pg_catalog.clock_timestamp() + GREATEST($3, '1 s'::pg_catalog.interval);
 	END LOOP;
+	-- Held by this transaction already: no wait.
+	SELECT x.* INTO l FROM @extschema@.dlock_lease AS x WHERE x.name = $1 FOR UPDATE;
+	SELECT x.* INTO e FROM @extschema@.dlock_expiry AS x WHERE x.name = $1 FOR UPDATE;
 	IF l.name IS NULL OR ($2 IS NOT NULL AND l.token <> $2) THEN
 		RETURN;
 	END IF;
