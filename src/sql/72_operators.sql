@@ -227,6 +227,60 @@ REVOKE ALL ON FUNCTION @extschema@.dlock_sql_revoke_write(pg_catalog.text) FROM 
 COMMENT ON FUNCTION @extschema@.dlock_sql_revoke_write(pg_catalog.text) IS
 	'internal (dlock_revoke): mark the lease of name released and write a new version of its lease row';
 
+-- Revokers mark themselves with a lock on the one row of this table (FOR
+-- KEY SHARE, which revokers share and nothing else takes), for as long as
+-- their transaction may hold the lease row: a waiter past a pin grace
+-- (dlock_sql_pinned) must not take one for a pinner.  Locking a row takes
+-- the UPDATE privilege, which only the tables' owner has, so no other role
+-- can pass for a revoker (a relation lock, which PREPARE takes without it,
+-- would not do).
+CREATE TABLE @extschema@.dlock_sql_revoking (
+	one			pg_catalog.bool NOT NULL DEFAULT true,
+	CONSTRAINT dlock_sql_revoking_pkey PRIMARY KEY (one),
+	CONSTRAINT dlock_sql_revoking_one CHECK (one)
+);
+INSERT INTO @extschema@.dlock_sql_revoking DEFAULT VALUES;
+REVOKE ALL ON TABLE @extschema@.dlock_sql_revoking FROM PUBLIC;
+COMMENT ON TABLE @extschema@.dlock_sql_revoking IS
+	'dlock (SQL edition): the one row that every dlock_revoke locks (FOR KEY SHARE) until its transaction ends, so that bounded pinning never ends a revoking session';
+COMMENT ON COLUMN @extschema@.dlock_sql_revoking.one IS 'always true: the table has one row';
+
+-- The backends (other than this one) in a revoke: those that hold the
+-- marker row of dlock_sql_revoking (an XID of theirs is its xmax or a
+-- member of its MultiXact) and a row-level lock on the table.  Where the
+-- xmax can be either (dlock_sql_xmax_kind), both readings count: a
+-- revoker is never taken for a pinner, at worst a pinner for a revoker
+-- (which the waiter then waits for, up to its wait).
+CREATE FUNCTION @extschema@.dlock_sql_revokers()
+RETURNS pg_catalog.int4[]
+LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
+AS $dlock$
+DECLARE
+	cand pg_catalog.int4[];
+	m record;
+BEGIN
+	SELECT pg_catalog.array_agg(r.pid) INTO cand FROM pg_catalog.pg_locks AS r
+	 WHERE r.locktype = 'relation' AND r.mode = 'RowShareLock' AND r.granted
+	   AND r.relation = '@extschema@.dlock_sql_revoking'::pg_catalog.regclass
+	   AND r.database = (SELECT d.oid FROM pg_catalog.pg_database AS d WHERE d.datname = pg_catalog.current_database())
+	   AND r.pid <> pg_catalog.pg_backend_pid();
+	IF cand IS NULL THEN
+		RETURN '{}';
+	END IF;
+	SELECT x.xmax, @extschema@.dlock_sql_xmax_kind(x.xmax, '@extschema@.dlock_sql_revoking'::pg_catalog.regclass) AS kind
+	  INTO m FROM @extschema@.dlock_sql_revoking AS x;
+	RETURN (SELECT coalesce(pg_catalog.array_agg(DISTINCT t.pid ORDER BY t.pid), '{}')
+			  FROM pg_catalog.pg_locks AS t
+			 WHERE t.locktype = 'transactionid' AND t.mode = 'ExclusiveLock' AND t.granted AND t.pid = ANY (cand)
+			   AND ((m.kind IN ('xid', 'ambiguous') AND t.transactionid = m.xmax)
+					OR (m.kind IN ('multi', 'ambiguous')
+						AND t.transactionid IN (SELECT mm.xid FROM @extschema@.dlock_sql_multi_members(m.xmax) AS mm))));
+END
+$dlock$;
+REVOKE ALL ON FUNCTION @extschema@.dlock_sql_revokers() FROM PUBLIC;
+COMMENT ON FUNCTION @extschema@.dlock_sql_revokers() IS
+	'internal (bounded pinning): the backends (other than this one) whose transaction is in a dlock_revoke';
+
 -- The locks of a revoke, the hand-over's, bounded by deadline: true once
 -- it holds the lease row FOR UPDATE and the expiry row FOR UPDATE; false
 -- if the lease row's check protection outlasted deadline (nothing held
@@ -294,7 +348,8 @@ COMMENT ON FUNCTION @extschema@.dlock_sql_revoke_lock(pg_catalog.text, pg_catalo
 -- is over (a cancel or, idle in transaction, a terminate; then a
 -- terminate; each round gets the wait again, at least a second); then,
 -- under the hand-over's locks, mark the lease released, without its
--- minimum hold and lock-delay.
+-- minimum hold and lock-delay.  Marked as a revoker (dlock_sql_revoking)
+-- until its transaction ends.
 CREATE FUNCTION @extschema@.dlock_revoke(
 	name pg_catalog.text,
 	token pg_catalog.int8 DEFAULT NULL,
@@ -331,6 +386,7 @@ BEGIN
 									   WHERE x.name = $1 AND x.token = $2) THEN
 		RETURN;
 	END IF;
+	PERFORM FROM @extschema@.dlock_sql_revoking FOR KEY SHARE;
 	LOOP
 		pins := @extschema@.dlock_sql_pinners($1);
 		waited_for := ARRAY(SELECT DISTINCT p FROM pg_catalog.unnest(waited_for || pins) AS p ORDER BY p);
@@ -411,7 +467,10 @@ BEGIN
 	last := pg_catalog.current_setting('dlock_sql.pin_signalled', true);
 	IF pg_catalog.clock_timestamp() >= e.pin_at
 	   AND (coalesce(last, '') = '' OR pg_catalog.clock_timestamp() >= last::pg_catalog.timestamptz + '100 ms'::pg_catalog.interval) THEN
-		pins := @extschema@.dlock_sql_pinners($1);
+		-- Never a revoke in progress, whose lock on the lease row reads as a
+		-- pinner's (dlock_sql_revokers).
+		pins := ARRAY(SELECT p FROM pg_catalog.unnest(@extschema@.dlock_sql_pinners($1)) AS p
+					  WHERE p <> ALL (@extschema@.dlock_sql_revokers()));
 		IF pins <> '{}' THEN
 			-- A cancel first, then a terminate (a session's state may be
 			-- unreadable to the tables' owner, as with revoke).
