@@ -281,45 +281,62 @@ REVOKE ALL ON FUNCTION @extschema@.dlock_sql_revokers() FROM PUBLIC;
 COMMENT ON FUNCTION @extschema@.dlock_sql_revokers() IS
 	'internal (bounded pinning): the backends (other than this one) whose transaction is in a dlock_revoke';
 
--- The locks of a revoke, the hand-over's, bounded by deadline: true once
--- it holds the lease row FOR UPDATE and the expiry row FOR UPDATE; false
--- if the lease row's check protection outlasted deadline (nothing held
--- then).  While it waits for the lease row, the holder's checks go on
--- passing (a share lock beside share lockers is granted without waiting
--- for an exclusive request that sleeps: heapam.c, heap_lock_tuple).  The
--- lease row is never held while it waits for the expiry row: if a renewal
--- or release holds that, the lease row is given back, that transaction
--- waited for (FOR SHARE on the expiry row, given back at once) and the
--- locks tried again; 55P03 once deadline has passed.  Each try that locks
--- a row is a subtransaction with an XID.
-CREATE FUNCTION @extschema@.dlock_sql_revoke_lock(name pg_catalog.text, deadline pg_catalog.timestamptz)
-RETURNS pg_catalog.bool
+-- The locks of a revoke, the hand-over's, bounded by deadline.  locked:
+-- false if the lease row's check protection outlasted deadline (nothing
+-- held then); true once it held the lease row FOR UPDATE and the expiry
+-- row FOR UPDATE, and revoke_token the token they show, if it is to be
+-- revoked (held by token, if not NULL, and not released and available
+-- already); else NULL, and the locks are given back: no check fails for a
+-- revoke that does not end the lease.  While it waits for the lease row,
+-- the holder's checks go on passing (a share lock beside share lockers is
+-- granted without waiting for an exclusive request that sleeps: heapam.c,
+-- heap_lock_tuple).  The lease row is never held while it waits for the
+-- expiry row: if a renewal or release holds that, the lease row is given
+-- back, that transaction waited for (FOR SHARE on the expiry row, given
+-- back at once) and the locks tried again; 55P03 once deadline has
+-- passed.  Each try that locks a row is a subtransaction with an XID.
+CREATE FUNCTION @extschema@.dlock_sql_revoke_lock(name pg_catalog.text, token pg_catalog.int8,
+	deadline pg_catalog.timestamptz, OUT locked pg_catalog.bool, OUT revoke_token pg_catalog.int8,
+	OUT owner pg_catalog.text)
 LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
 AS $dlock$
 DECLARE
 	saved pg_catalog.text := pg_catalog.current_setting('lock_timeout');
-	got pg_catalog.bool;
 	busy pg_catalog.bool;
+	l record;
+	e record;
 BEGIN
 	LOOP
-		got := false;
+		locked := false;
 		busy := false;
 		BEGIN
-			PERFORM @extschema@.dlock_sql_bound($2, 0);
-			PERFORM FROM @extschema@.dlock_lease AS x WHERE x.name = $1 FOR UPDATE;
-			got := true;
-			PERFORM FROM @extschema@.dlock_expiry AS x WHERE x.name = $1 FOR UPDATE NOWAIT;
-		EXCEPTION WHEN lock_not_available THEN
-			busy := got;
-			got := false;
+			PERFORM @extschema@.dlock_sql_bound($3, 0);
+			SELECT x.token, x.owner, x.acquired_at INTO l FROM @extschema@.dlock_lease AS x
+			 WHERE x.name = $1 FOR UPDATE;
+			locked := true;
+			SELECT x.expires_at, x.released_at, x.min_hold, x.lock_delay INTO e FROM @extschema@.dlock_expiry AS x
+			 WHERE x.name = $1 FOR UPDATE NOWAIT;
+			IF l.token IS NULL OR l.token <> coalesce($2, l.token)
+			   OR (e.released_at IS NOT NULL AND @extschema@.dlock_sql_available_at(l.acquired_at, e.expires_at,
+					e.released_at, e.min_hold, e.lock_delay) <= pg_catalog.clock_timestamp()) THEN
+				RAISE EXCEPTION 'nothing to revoke' USING ERRCODE = 'DLKBY';
+			END IF;
+			revoke_token := l.token;
+			owner := l.owner;
+		EXCEPTION
+			WHEN lock_not_available THEN
+				busy := locked;
+				locked := false;
+			WHEN SQLSTATE 'DLKBY' THEN
+				NULL;
 		END;
 		PERFORM pg_catalog.set_config('lock_timeout', saved, true);
 		IF NOT busy THEN
-			RETURN got;
+			RETURN;
 		END IF;
-		IF pg_catalog.clock_timestamp() < $2 THEN
+		IF pg_catalog.clock_timestamp() < $3 THEN
 			BEGIN
-				PERFORM @extschema@.dlock_sql_bound($2, 0);
+				PERFORM @extschema@.dlock_sql_bound($3, 0);
 				PERFORM FROM @extschema@.dlock_expiry AS x WHERE x.name = $1 FOR SHARE;
 				RAISE EXCEPTION 'given back' USING ERRCODE = 'DLKBY';
 			EXCEPTION
@@ -330,7 +347,7 @@ BEGIN
 			END;
 			PERFORM pg_catalog.set_config('lock_timeout', saved, true);
 		END IF;
-		IF busy OR pg_catalog.clock_timestamp() >= $2 THEN
+		IF busy OR pg_catalog.clock_timestamp() >= $3 THEN
 			RAISE EXCEPTION 'could not revoke lock "%": a renewal or release of it is in progress', $1
 				USING ERRCODE = '55P03',
 					  HINT = 'Another transaction changed the lease and has not ended; revoke again once it has.';
@@ -338,9 +355,9 @@ BEGIN
 	END LOOP;
 END
 $dlock$;
-REVOKE ALL ON FUNCTION @extschema@.dlock_sql_revoke_lock(pg_catalog.text, pg_catalog.timestamptz) FROM PUBLIC;
-COMMENT ON FUNCTION @extschema@.dlock_sql_revoke_lock(pg_catalog.text, pg_catalog.timestamptz) IS
-	'internal (dlock_revoke): take the hand-over''s locks on the lease of name by deadline, never holding the lease row while a renewal or release holds the expiry row (false: its check protection outlasted deadline)';
+REVOKE ALL ON FUNCTION @extschema@.dlock_sql_revoke_lock(pg_catalog.text, pg_catalog.int8, pg_catalog.timestamptz) FROM PUBLIC;
+COMMENT ON FUNCTION @extschema@.dlock_sql_revoke_lock(pg_catalog.text, pg_catalog.int8, pg_catalog.timestamptz) IS
+	'internal (dlock_revoke): take the hand-over''s locks on the lease of name by deadline and keep them only for a lease to revoke, never holding the lease row while a renewal or release holds the expiry row';
 
 -- dlock_revoke: wait, as a hand-over does (FOR UPDATE on the lease row,
 -- bounded by lock_timeout: dlock_sql_revoke_lock), until no transaction
@@ -366,8 +383,7 @@ DECLARE
 	deadline pg_catalog.timestamptz;
 	pins pg_catalog.int4[];
 	rounds pg_catalog.int4 := 0;
-	l record;
-	e record;
+	r record;
 BEGIN
 	PERFORM @extschema@.dlock_sql_check_name($1);
 	PERFORM @extschema@.dlock_sql_duration_us($3, 'wait');
@@ -390,7 +406,8 @@ BEGIN
 	LOOP
 		pins := @extschema@.dlock_sql_pinners($1);
 		waited_for := ARRAY(SELECT DISTINCT p FROM pg_catalog.unnest(waited_for || pins) AS p ORDER BY p);
-		EXIT WHEN @extschema@.dlock_sql_revoke_lock($1, deadline);
+		r := @extschema@.dlock_sql_revoke_lock($1, $2, deadline);
+		EXIT WHEN r.locked;
 		pins := @extschema@.dlock_sql_pinners($1);
 		IF NOT $4 OR rounds >= 2 THEN
 			-- The C edition's words (revoke.c); with force, which the C
@@ -407,20 +424,13 @@ BEGIN
 		rounds := rounds + 1;
 		deadline := pg_catalog.clock_timestamp() + GREATEST($3, '1 s'::pg_catalog.interval);
 	END LOOP;
-	-- Held by this transaction already: no wait.
-	SELECT x.* INTO l FROM @extschema@.dlock_lease AS x WHERE x.name = $1 FOR UPDATE;
-	SELECT x.* INTO e FROM @extschema@.dlock_expiry AS x WHERE x.name = $1 FOR UPDATE;
-	IF l.name IS NULL OR ($2 IS NOT NULL AND l.token <> $2) THEN
-		RETURN;
-	END IF;
-	IF e.released_at IS NOT NULL AND @extschema@.dlock_sql_available_at(l.acquired_at, e.expires_at,
-			e.released_at, e.min_hold, e.lock_delay) <= pg_catalog.clock_timestamp() THEN
+	IF r.revoke_token IS NULL THEN
 		RETURN;
 	END IF;
 	PERFORM @extschema@.dlock_sql_revoke_write($1);
-	revoked_token := l.token;
-	PERFORM @extschema@.dlock_sql_event($1, 'revoked', l.token, l.owner);
-	RAISE LOG 'dlock: revoked lock "%" token %; waited for processes %, ended %', $1, l.token, waited_for, ended;
+	revoked_token := r.revoke_token;
+	PERFORM @extschema@.dlock_sql_event($1, 'revoked', r.revoke_token, r.owner);
+	RAISE LOG 'dlock: revoked lock "%" token %; waited for processes %, ended %', $1, r.revoke_token, waited_for, ended;
 END
 $dlock$;
 REVOKE ALL ON FUNCTION @extschema@.dlock_revoke(pg_catalog.text, pg_catalog.int8, pg_catalog.interval, pg_catalog.bool) FROM PUBLIC;
