@@ -26,6 +26,15 @@ trap cleanup EXIT
 "${psql[@]}" -c "GRANT pg_signal_backend TO dlock_owner" \
 	-c "UPDATE dlock.dlock_sql_settings SET pin_grace = '100 ms'"
 
+# until_go NAME: wait (at most a minute) until the file go-NAME exists: the
+# step that tells a background session to end its transaction.
+until_go() {
+	for _ in $(seq 600); do
+		[ -e "$dir/go-$1" ] && return
+		sleep 0.1
+	done
+}
+
 # session_pid APP: the pid of the session of application_name APP once it
 # is idle in its transaction.
 session_pid() {
@@ -45,13 +54,14 @@ session_pid() {
 tok=$("${psql[@]}" -U alice -c "SELECT dlock.dlock_acquire('rp-revoked', '1 s')")
 sleep 1.2
 { echo "BEGIN; SELECT revoked_token = $tok AS revoked FROM dlock.dlock_revoke('rp-revoked', wait => '1 s');"
-  sleep 4; echo "SELECT 'still here'; COMMIT;"; } |
+  until_go revoker; echo "SELECT 'still here'; COMMIT;"; } |
 	PGAPPNAME=rp-revoker psql -X -At -U dlock_owner -d dlock_sql_test >"$dir/revoker.out" 2>&1 &
 rpid=$(session_pid rp-revoker)
 got=$("${psql[@]}" -U bob -c "SELECT coalesce((dlock.dlock_acquire('rp-revoked', '1 min', wait => '1500 ms') > $tok)::text, 'busy')")
 [ "$got" = busy ] || fail "the waiter got $got while the revoke was open, expected busy"
 got=$("${psql[@]}" -c "SELECT count(*) FROM pg_stat_activity WHERE pid = $rpid")
 [ "$got" = 1 ] || fail "the waiter ended the revoking session: $(cat "$dir/revoker.out")"
+touch "$dir/go-revoker"
 wait
 grep -qx "still here" "$dir/revoker.out" || fail "the revoking session did not commit: $(cat "$dir/revoker.out")"
 grep -qx t "$dir/revoker.out" || fail "the revoke did not revoke: $(cat "$dir/revoker.out")"
@@ -63,11 +73,11 @@ echo "revoke_pinning: revoker ok"
 # is still ended by the waiter past the pin grace while a revoke of
 # another lease is open.
 other=$("${psql[@]}" -U alice -c "SELECT dlock.dlock_acquire('rp-other', '1 min')")
-{ echo "BEGIN; SELECT dlock.dlock_revoke('rp-other', wait => '1 s') IS NOT NULL;"; sleep 4; echo "COMMIT;"; } |
+{ echo "BEGIN; SELECT dlock.dlock_revoke('rp-other', wait => '1 s') IS NOT NULL;"; until_go revoker2; echo "COMMIT;"; } |
 	PGAPPNAME=rp-revoker2 psql -X -At -U dlock_owner -d dlock_sql_test >"$dir/revoker2.out" 2>&1 &
 rpid=$(session_pid rp-revoker2)
 tok=$("${psql[@]}" -U alice -c "SELECT dlock.dlock_acquire('rp-pinned', '1 s')")
-{ echo "BEGIN; SELECT dlock.dlock_check('rp-pinned', $tok);"; sleep 10; } |
+{ echo "BEGIN; SELECT dlock.dlock_check('rp-pinned', $tok);"; sleep 30; } |
 	PGAPPNAME=rp-pinner psql -X -At -U alice -d dlock_sql_test >"$dir/pinner.out" 2>&1 &
 ppid=$(session_pid rp-pinner)
 got=$("${psql[@]}" -U bob -c "SELECT coalesce((dlock.dlock_acquire('rp-pinned', '1 min', wait => '10 s') > $tok)::text, 'busy')")
@@ -77,4 +87,5 @@ got=$("${psql[@]}" -c "SELECT count(*) FROM pg_stat_activity WHERE pid = $ppid")
 [ "$got" = 0 ] || fail "the pinner was not ended"
 got=$("${psql[@]}" -c "SELECT count(*) FROM pg_stat_activity WHERE pid = $rpid")
 [ "$got" = 1 ] || fail "the waiter ended the session revoking another lease"
+touch "$dir/go-revoker2"
 echo "revoke_pinning: all passed"
