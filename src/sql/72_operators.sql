@@ -281,6 +281,37 @@ REVOKE ALL ON FUNCTION @extschema@.dlock_sql_revokers() FROM PUBLIC;
 COMMENT ON FUNCTION @extschema@.dlock_sql_revokers() IS
 	'internal (bounded pinning): the backends (other than this one) whose transaction is in a dlock_revoke';
 
+-- A check (dlock_sql_protect) that found the lease row of name locked:
+-- if a revoke in progress holds it, wait for the revoke's transaction
+-- (FOR SHARE, as the check's own lock, without SKIP LOCKED), as the C
+-- edition's check waits for the revoke's lock, and say whether token
+-- still holds the lease then by the row the lock was granted on (READ
+-- COMMITTED: the revoke's new version, which dlock_sql_still_held then
+-- reads as released; REPEATABLE READ: 40001).  A revoke that rolls back
+-- leaves the lease held: true.  Anything else (a hand-over of a lease
+-- that expired meanwhile): false at once, as before.
+CREATE FUNCTION @extschema@.dlock_sql_revoke_wait(name pg_catalog.text, token pg_catalog.int8)
+RETURNS pg_catalog.bool
+LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
+AS $dlock$
+DECLARE
+	revs pg_catalog.int4[] := @extschema@.dlock_sql_revokers();
+BEGIN
+	IF revs = '{}' OR NOT (@extschema@.dlock_sql_pinners($1) && revs) THEN
+		RETURN false;
+	END IF;
+	PERFORM FROM @extschema@.dlock_lease AS l
+	  JOIN @extschema@.dlock_expiry AS e ON e.name = l.name
+	  WHERE l.name = $1 AND l.token = $2 AND e.token = $2
+		AND e.released_at IS NULL AND e.expires_at > pg_catalog.clock_timestamp()
+	  FOR SHARE OF l;
+	RETURN FOUND;
+END
+$dlock$;
+REVOKE ALL ON FUNCTION @extschema@.dlock_sql_revoke_wait(pg_catalog.text, pg_catalog.int8) FROM PUBLIC;
+COMMENT ON FUNCTION @extschema@.dlock_sql_revoke_wait(pg_catalog.text, pg_catalog.int8) IS
+	'internal (dlock_sql_protect): wait for a revoke in progress that holds the lease row of name, and take the check protection if token still holds the lease then';
+
 -- The locks of a revoke, the hand-over's, bounded by deadline.  locked:
 -- false if the lease row's check protection outlasted deadline (nothing
 -- held then); true once it held the lease row FOR UPDATE and the expiry
