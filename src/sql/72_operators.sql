@@ -227,13 +227,177 @@ REVOKE ALL ON FUNCTION @extschema@.dlock_sql_revoke_write(pg_catalog.text) FROM 
 COMMENT ON FUNCTION @extschema@.dlock_sql_revoke_write(pg_catalog.text) IS
 	'internal (dlock_revoke): mark the lease of name released and write a new version of its lease row';
 
+-- Revokers mark themselves with a lock on the one row of this table (FOR
+-- KEY SHARE, which revokers share and nothing else takes), for as long as
+-- their transaction may hold the lease row: a waiter past a pin grace
+-- (dlock_sql_pinned) must not take one for a pinner.  Locking a row takes
+-- the UPDATE privilege, which only the tables' owner has, so no other role
+-- can pass for a revoker (a relation lock, which PREPARE takes without it,
+-- would not do).
+CREATE TABLE @extschema@.dlock_sql_revoking (
+	one			pg_catalog.bool NOT NULL DEFAULT true,
+	CONSTRAINT dlock_sql_revoking_pkey PRIMARY KEY (one),
+	CONSTRAINT dlock_sql_revoking_one CHECK (one)
+);
+INSERT INTO @extschema@.dlock_sql_revoking DEFAULT VALUES;
+REVOKE ALL ON TABLE @extschema@.dlock_sql_revoking FROM PUBLIC;
+COMMENT ON TABLE @extschema@.dlock_sql_revoking IS
+	'dlock (SQL edition): the one row that every dlock_revoke locks (FOR KEY SHARE) until its transaction ends, so that bounded pinning never ends a revoking session';
+COMMENT ON COLUMN @extschema@.dlock_sql_revoking.one IS 'always true: the table has one row';
+
+-- The backends (other than this one) in a revoke: those that hold the
+-- marker row of dlock_sql_revoking (an XID of theirs is its xmax or a
+-- member of its MultiXact) and a row-level lock on the table.  Where the
+-- xmax can be either (dlock_sql_xmax_kind), both readings count: a
+-- revoker is never taken for a pinner, at worst a pinner for a revoker
+-- (which the waiter then waits for, up to its wait).
+CREATE FUNCTION @extschema@.dlock_sql_revokers()
+RETURNS pg_catalog.int4[]
+LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
+AS $dlock$
+DECLARE
+	cand pg_catalog.int4[];
+	m record;
+BEGIN
+	SELECT pg_catalog.array_agg(r.pid) INTO cand FROM pg_catalog.pg_locks AS r
+	 WHERE r.locktype = 'relation' AND r.mode = 'RowShareLock' AND r.granted
+	   AND r.relation = '@extschema@.dlock_sql_revoking'::pg_catalog.regclass
+	   AND r.database = (SELECT d.oid FROM pg_catalog.pg_database AS d WHERE d.datname = pg_catalog.current_database())
+	   AND r.pid <> pg_catalog.pg_backend_pid();
+	IF cand IS NULL THEN
+		RETURN '{}';
+	END IF;
+	SELECT x.xmax, @extschema@.dlock_sql_xmax_kind(x.xmax, '@extschema@.dlock_sql_revoking'::pg_catalog.regclass) AS kind
+	  INTO m FROM @extschema@.dlock_sql_revoking AS x;
+	RETURN (SELECT coalesce(pg_catalog.array_agg(DISTINCT t.pid ORDER BY t.pid), '{}')
+			  FROM pg_catalog.pg_locks AS t
+			 WHERE t.locktype = 'transactionid' AND t.mode = 'ExclusiveLock' AND t.granted AND t.pid = ANY (cand)
+			   AND ((m.kind IN ('xid', 'ambiguous') AND t.transactionid = m.xmax)
+					OR (m.kind IN ('multi', 'ambiguous')
+						AND t.transactionid IN (SELECT mm.xid FROM @extschema@.dlock_sql_multi_members(m.xmax) AS mm))));
+END
+$dlock$;
+REVOKE ALL ON FUNCTION @extschema@.dlock_sql_revokers() FROM PUBLIC;
+COMMENT ON FUNCTION @extschema@.dlock_sql_revokers() IS
+	'internal (bounded pinning): the backends (other than this one) whose transaction is in a dlock_revoke';
+
+-- A check (dlock_sql_protect) that found the lease row of name locked:
+-- if a revoke in progress holds it, wait for the revoke's transaction
+-- (FOR SHARE, as the check's own lock, without SKIP LOCKED), as the C
+-- edition's check waits for the revoke's lock, and say whether token
+-- still holds the lease then by the row the lock was granted on (READ
+-- COMMITTED: the revoke's new version, which dlock_sql_still_held then
+-- reads as released; REPEATABLE READ: 40001).  A revoke that rolls back
+-- leaves the lease held: true.  Anything else (a hand-over of a lease
+-- that expired meanwhile): false at once, as before.
+CREATE FUNCTION @extschema@.dlock_sql_revoke_wait(name pg_catalog.text, token pg_catalog.int8)
+RETURNS pg_catalog.bool
+LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
+AS $dlock$
+DECLARE
+	revs pg_catalog.int4[] := @extschema@.dlock_sql_revokers();
+BEGIN
+	IF revs = '{}' OR NOT (@extschema@.dlock_sql_pinners($1) && revs) THEN
+		RETURN false;
+	END IF;
+	PERFORM FROM @extschema@.dlock_lease AS l
+	  JOIN @extschema@.dlock_expiry AS e ON e.name = l.name
+	  WHERE l.name = $1 AND l.token = $2 AND e.token = $2
+		AND e.released_at IS NULL AND e.expires_at > pg_catalog.clock_timestamp()
+	  FOR SHARE OF l;
+	RETURN FOUND;
+END
+$dlock$;
+REVOKE ALL ON FUNCTION @extschema@.dlock_sql_revoke_wait(pg_catalog.text, pg_catalog.int8) FROM PUBLIC;
+COMMENT ON FUNCTION @extschema@.dlock_sql_revoke_wait(pg_catalog.text, pg_catalog.int8) IS
+	'internal (dlock_sql_protect): wait for a revoke in progress that holds the lease row of name, and take the check protection if token still holds the lease then';
+
+-- The locks of a revoke, the hand-over's, bounded by deadline.  locked:
+-- false if the lease row's check protection outlasted deadline (nothing
+-- held then); true once it held the lease row FOR UPDATE and the expiry
+-- row FOR UPDATE, and revoke_token the token they show, if it is to be
+-- revoked (held by token, if not NULL, and not released and available
+-- already); else NULL, and the locks are given back: no check fails for a
+-- revoke that does not end the lease.  While it waits for the lease row,
+-- the holder's checks go on passing (a share lock beside share lockers is
+-- granted without waiting for an exclusive request that sleeps: heapam.c,
+-- heap_lock_tuple).  The lease row is never held while it waits for the
+-- expiry row: if a renewal or release holds that, the lease row is given
+-- back, that transaction waited for (FOR SHARE on the expiry row, given
+-- back at once) and the locks tried again; 55P03 once deadline has
+-- passed.  Each try that locks a row is a subtransaction with an XID.
+CREATE FUNCTION @extschema@.dlock_sql_revoke_lock(name pg_catalog.text, token pg_catalog.int8,
+	deadline pg_catalog.timestamptz, OUT locked pg_catalog.bool, OUT revoke_token pg_catalog.int8,
+	OUT owner pg_catalog.text)
+LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
+AS $dlock$
+DECLARE
+	saved pg_catalog.text := pg_catalog.current_setting('lock_timeout');
+	busy pg_catalog.bool;
+	l record;
+	e record;
+BEGIN
+	LOOP
+		locked := false;
+		busy := false;
+		BEGIN
+			PERFORM @extschema@.dlock_sql_bound($3, 0);
+			SELECT x.token, x.owner, x.acquired_at INTO l FROM @extschema@.dlock_lease AS x
+			 WHERE x.name = $1 FOR UPDATE;
+			locked := true;
+			SELECT x.expires_at, x.released_at, x.min_hold, x.lock_delay INTO e FROM @extschema@.dlock_expiry AS x
+			 WHERE x.name = $1 FOR UPDATE NOWAIT;
+			IF l.token IS NULL OR l.token <> coalesce($2, l.token)
+			   OR (e.released_at IS NOT NULL AND @extschema@.dlock_sql_available_at(l.acquired_at, e.expires_at,
+					e.released_at, e.min_hold, e.lock_delay) <= pg_catalog.clock_timestamp()) THEN
+				RAISE EXCEPTION 'nothing to revoke' USING ERRCODE = 'DLKBY';
+			END IF;
+			revoke_token := l.token;
+			owner := l.owner;
+		EXCEPTION
+			WHEN lock_not_available THEN
+				busy := locked;
+				locked := false;
+			WHEN SQLSTATE 'DLKBY' THEN
+				NULL;
+		END;
+		PERFORM pg_catalog.set_config('lock_timeout', saved, true);
+		IF NOT busy THEN
+			RETURN;
+		END IF;
+		IF pg_catalog.clock_timestamp() < $3 THEN
+			BEGIN
+				PERFORM @extschema@.dlock_sql_bound($3, 0);
+				PERFORM FROM @extschema@.dlock_expiry AS x WHERE x.name = $1 FOR SHARE;
+				RAISE EXCEPTION 'given back' USING ERRCODE = 'DLKBY';
+			EXCEPTION
+				WHEN lock_not_available THEN
+					NULL;
+				WHEN SQLSTATE 'DLKBY' THEN
+					busy := false;
+			END;
+			PERFORM pg_catalog.set_config('lock_timeout', saved, true);
+		END IF;
+		IF busy OR pg_catalog.clock_timestamp() >= $3 THEN
+			RAISE EXCEPTION 'could not revoke lock "%": a renewal or release of it is in progress', $1
+				USING ERRCODE = '55P03',
+					  HINT = 'Another transaction changed the lease and has not ended; revoke again once it has.';
+		END IF;
+	END LOOP;
+END
+$dlock$;
+REVOKE ALL ON FUNCTION @extschema@.dlock_sql_revoke_lock(pg_catalog.text, pg_catalog.int8, pg_catalog.timestamptz) FROM PUBLIC;
+COMMENT ON FUNCTION @extschema@.dlock_sql_revoke_lock(pg_catalog.text, pg_catalog.int8, pg_catalog.timestamptz) IS
+	'internal (dlock_revoke): take the hand-over''s locks on the lease of name by deadline and keep them only for a lease to revoke, never holding the lease row while a renewal or release holds the expiry row';
+
 -- dlock_revoke: wait, as a hand-over does (FOR UPDATE on the lease row,
--- bounded by lock_timeout), until no transaction holds the lease row's
--- check protection, ending them with force once wait is over (a cancel or,
--- idle in transaction, a terminate; then a terminate; each round gets the
--- wait again, at least a second); then, under the hand-over's locks, mark
--- the lease released, without its minimum hold and lock-delay.  The one
--- exception block (the lock wait) runs at most three times.
+-- bounded by lock_timeout: dlock_sql_revoke_lock), until no transaction
+-- holds the lease row's check protection, ending them with force once wait
+-- is over (a cancel or, idle in transaction, a terminate; then a
+-- terminate; each round gets the wait again, at least a second); then,
+-- under the hand-over's locks, mark the lease released, without its
+-- minimum hold and lock-delay.  Marked as a revoker (dlock_sql_revoking)
+-- until its transaction ends.
 CREATE FUNCTION @extschema@.dlock_revoke(
 	name pg_catalog.text,
 	token pg_catalog.int8 DEFAULT NULL,
@@ -247,14 +411,10 @@ LANGUAGE plpgsql VOLATILE CALLED ON NULL INPUT PARALLEL UNSAFE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
 AS $dlock$
 DECLARE
-	saved pg_catalog.text := pg_catalog.current_setting('lock_timeout');
 	deadline pg_catalog.timestamptz;
 	pins pg_catalog.int4[];
 	rounds pg_catalog.int4 := 0;
-	got pg_catalog.bool;
-	now pg_catalog.timestamptz;
-	l record;
-	e record;
+	r record;
 BEGIN
 	PERFORM @extschema@.dlock_sql_check_name($1);
 	PERFORM @extschema@.dlock_sql_duration_us($3, 'wait');
@@ -273,26 +433,12 @@ BEGIN
 									   WHERE x.name = $1 AND x.token = $2) THEN
 		RETURN;
 	END IF;
+	PERFORM FROM @extschema@.dlock_sql_revoking FOR KEY SHARE;
 	LOOP
 		pins := @extschema@.dlock_sql_pinners($1);
 		waited_for := ARRAY(SELECT DISTINCT p FROM pg_catalog.unnest(waited_for || pins) AS p ORDER BY p);
-		got := false;
-		BEGIN
-			PERFORM @extschema@.dlock_sql_bound(deadline, 0);
-			SELECT x.* INTO l FROM @extschema@.dlock_lease AS x WHERE x.name = $1 FOR UPDATE;
-			got := true;
-			-- Bounded too: a renewal or release left open (a11 finding 3).
-			SELECT x.* INTO e FROM @extschema@.dlock_expiry AS x WHERE x.name = $1 FOR UPDATE;
-		EXCEPTION WHEN lock_not_available THEN
-			IF got THEN
-				PERFORM pg_catalog.set_config('lock_timeout', saved, true);
-				RAISE EXCEPTION 'could not revoke lock "%": a renewal or release of it is in progress', $1
-					USING ERRCODE = '55P03',
-						  HINT = 'Another transaction changed the lease and has not ended; revoke again once it has.';
-			END IF;
-		END;
-		PERFORM pg_catalog.set_config('lock_timeout', saved, true);
-		EXIT WHEN got;
+		r := @extschema@.dlock_sql_revoke_lock($1, $2, deadline);
+		EXIT WHEN r.locked;
 		pins := @extschema@.dlock_sql_pinners($1);
 		IF NOT $4 OR rounds >= 2 THEN
 			-- The C edition's words (revoke.c); with force, which the C
@@ -309,17 +455,13 @@ BEGIN
 		rounds := rounds + 1;
 		deadline := pg_catalog.clock_timestamp() + GREATEST($3, '1 s'::pg_catalog.interval);
 	END LOOP;
-	IF l.name IS NULL OR ($2 IS NOT NULL AND l.token <> $2) THEN
-		RETURN;
-	END IF;
-	IF e.released_at IS NOT NULL AND @extschema@.dlock_sql_available_at(l.acquired_at, e.expires_at,
-			e.released_at, e.min_hold, e.lock_delay) <= pg_catalog.clock_timestamp() THEN
+	IF r.revoke_token IS NULL THEN
 		RETURN;
 	END IF;
 	PERFORM @extschema@.dlock_sql_revoke_write($1);
-	revoked_token := l.token;
-	PERFORM @extschema@.dlock_sql_event($1, 'revoked', l.token, l.owner);
-	RAISE LOG 'dlock: revoked lock "%" token %; waited for processes %, ended %', $1, l.token, waited_for, ended;
+	revoked_token := r.revoke_token;
+	PERFORM @extschema@.dlock_sql_event($1, 'revoked', r.revoke_token, r.owner);
+	RAISE LOG 'dlock: revoked lock "%" token %; waited for processes %, ended %', $1, r.revoke_token, waited_for, ended;
 END
 $dlock$;
 REVOKE ALL ON FUNCTION @extschema@.dlock_revoke(pg_catalog.text, pg_catalog.int8, pg_catalog.interval, pg_catalog.bool) FROM PUBLIC;
@@ -366,7 +508,10 @@ BEGIN
 	last := pg_catalog.current_setting('dlock_sql.pin_signalled', true);
 	IF pg_catalog.clock_timestamp() >= e.pin_at
 	   AND (coalesce(last, '') = '' OR pg_catalog.clock_timestamp() >= last::pg_catalog.timestamptz + '100 ms'::pg_catalog.interval) THEN
-		pins := @extschema@.dlock_sql_pinners($1);
+		-- Never a revoke in progress, whose lock on the lease row reads as a
+		-- pinner's (dlock_sql_revokers).
+		pins := ARRAY(SELECT p FROM pg_catalog.unnest(@extschema@.dlock_sql_pinners($1)) AS p
+					  WHERE p <> ALL (@extschema@.dlock_sql_revokers()));
 		IF pins <> '{}' THEN
 			-- A cancel first, then a terminate (a session's state may be
 			-- unreadable to the tables' owner, as with revoke).

@@ -31,12 +31,6 @@ if ! "$python" -c 'import psycopg' 2>/dev/null; then
 	exit 1
 fi
 
-# The SQL edition's revoke is not under stress yet (docs/editions.md, Known
-# gaps): a revoke that waits makes the holder's checks fail meanwhile, and
-# a waiter past the pin grace may take the revoking session for a pinner.
-if [ "${DLOCK_EDITION:-c}" = sql ]; then
-	export DLOCK_STRESS_REVOKERS=${DLOCK_STRESS_REVOKERS:-0}
-fi
 timeout -k 5 "$limit" "$python" "$here/fence_stress.py"
 rc=$?
 if [ "$rc" -eq 124 ] || [ "$rc" -eq 137 ]; then
