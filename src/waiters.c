@@ -11,7 +11,8 @@
  * lock keys through the lease table, so the keys themselves are never
  * shown.  The view (dlock--1.1--1.2.sql) adds the backends' roles and
  * states from pg_stat_activity, the lease's expiry, the order in the queue
- * and the visibility rules; with shared_preload_libraries, the since and
+ * and the visibility rules (this function shows no pid the view would
+ * hide); with shared_preload_libraries, the since and
  * deadline of every waiting acquire come from stats.c.
  *
  * Copyright (c) 2026, the dlock developers
@@ -20,9 +21,13 @@
  */
 #include "postgres.h"
 
+#include "catalog/pg_authid.h"
 #include "funcapi.h"
 #include "miscadmin.h"
 #include "storage/lock.h"
+#include "storage/proc.h"
+#include "storage/procarray.h"
+#include "utils/acl.h"
 #include "utils/builtins.h"
 #include "utils/hsearch.h"
 #include "utils/timestamp.h"
@@ -69,6 +74,26 @@ WaitersKeyNames(const DlockRelations *rels)
 	return keys;
 }
 
+/*
+ * May the current role see which backend pid waits or pins: a member of
+ * its role or of pg_read_all_stats, the rule of the dlock_waiters view
+ * (and of pg_stat_activity's state and query).  pg_locks shows every pid,
+ * but by lock key, which only the library maps to names.
+ */
+static bool
+WaitersMaySee(int pid)
+{
+	PGPROC	   *proc = BackendPidGetProc(pid);
+	Oid			role;
+
+	if (proc == NULL)
+		return false;			/* gone meanwhile */
+	role = proc->roleId;
+	return OidIsValid(role) &&
+		(is_member_of_role(GetUserId(), role) ||
+		 is_member_of_role(GetUserId(), ROLE_PG_READ_ALL_STATS));
+}
+
 /* One row of the result, from one lock of the lock manager. */
 static bool
 WaitersRow(HTAB *keys, const LockInstanceData *inst, Datum *values,
@@ -109,6 +134,8 @@ WaitersRow(HTAB *keys, const LockInstanceData *inst, Datum *values,
 	values[0] = e == NULL ? (Datum) 0 : PointerGetDatum(e->name);
 	values[1] = CStringGetTextDatum(tag->locktag_field4 == DLOCK_LOCKTAG_NAME ?
 									"pinning" : "waiting");
+	/* Which backend: only for those the dlock_waiters view shows. */
+	nulls[2] = !WaitersMaySee(inst->pid);
 	values[2] = Int32GetDatum(inst->pid);
 	values[3] = BoolGetDatum(head);
 	if (tag->locktag_field4 == DLOCK_LOCKTAG_WAITERS)
