@@ -358,8 +358,9 @@ extern void CheckLockRemember(const LOCKTAG *tag);
 extern PGDLLEXPORT Datum dlock_revoke(PG_FUNCTION_ARGS);
 extern List *NamePinningPids(const LOCKTAG *tag);
 extern List *NameCheckHolderPids(const LOCKTAG *tag);
-extern List *EndPinningBackends(const LOCKTAG *tag, text *name, bool revoke,
-								TimestampTz deadline);
+typedef struct RevokeTarget RevokeTarget;
+extern List *EndPinningBackends(const LOCKTAG *tag, text *name,
+								RevokeTarget *revoke, TimestampTz deadline);
 
 /* undelivered.c */
 extern void UndeliveredNoteAcquire(FunctionCallInfo fcinfo, text *name,

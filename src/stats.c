@@ -10,7 +10,8 @@
  * changed by the same update: no extra row, no extra WAL record.  A
  * dlock_cleanup that deletes rows adds their counters to the one row of
  * dlock_stats_retired in its own transaction, so totals never go down but
- * by a reset.
+ * by a reset.  A reset writes no lease row: it records the row's counters
+ * as a baseline (dlock_stats_base) that the views subtract.
  *
  * Those of a call that writes nothing (a busy answer, a wait that timed
  * out) or whose transaction aborts (an LK001 refusal) can only live in
