@@ -295,7 +295,7 @@ dlock_cleanup(PG_FUNCTION_ARGS)
 	}
 	if (deleted > 0)
 	{
-		/* Less what they counted before their names' resets, and their baselines. */
+		/* Less what they counted before their resets; baselines go too. */
 		StatsBaseForget(rels, deleted_names, rows, &retired);
 		StatsRetire(rels, &retired, 0);
 	}

@@ -362,8 +362,9 @@ RevokeLeaseFree(RevokeTarget *target)
  * hand-over, a renewal or a release in progress, which takes no check
  * protection, is waited for another wait_usecs, unless the lease is free
  * (RevokeLeaseFree).  55P03 when the wait runs out; false, the lock not
- * taken, once the lease is no longer one to revoke.  The lock is kept until the transaction ends, so no new check
- * vouches for the revoked token before the revoke commits.
+ * taken, once the lease is no longer one to revoke.  The lock is kept
+ * until the transaction ends, so no new check vouches for the revoked
+ * token before the revoke commits.
  */
 static bool
 RevokeWaitForPinners(const LOCKTAG *tag, RevokeTarget *target,

@@ -1149,11 +1149,12 @@ StatsResetAll(const DlockRelations *rels, TimestampTz now)
 	while (HeapTupleIsValid(tuple = systable_getnext(scan)))
 	{
 		DlockLeaseStats row;
+		text	   *name;
 
 		heap_deform_tuple(tuple, RelationGetDescr(rel), values, nulls);
 		StatsFromValues(rels->stats_att, values, nulls, &row);
-		StatsBaseInsert(rels, DatumGetTextPCopy(values[Anum_dlock_lease_name - 1]),
-						&row, now);
+		name = DatumGetTextPCopy(values[Anum_dlock_lease_name - 1]);
+		StatsBaseInsert(rels, name, &row, now);
 		CHECK_FOR_INTERRUPTS();
 	}
 	systable_endscan(scan);
