@@ -234,7 +234,7 @@ WaitForPinners(text *name, const LOCKTAG *tag, const DlockLease *lease,
 	if (LeasePinEnd(lease, &pin_end))
 	{
 		if (GetCurrentTimestamp() >= pin_end)
-			(void) EndPinningBackends(tag, name, false, w->deadline);
+			(void) EndPinningBackends(tag, name, NULL, w->deadline);
 		else
 			until.deadline = Min(w->deadline, pin_end);
 	}
@@ -272,7 +272,7 @@ WaitForStateLock(text *name, const LOCKTAG *tag, const DlockLease *lease,
 	if (LeaseIsHeld(lease, now) || !LeasePinEnd(lease, &pin_end))
 		return WaitForNameLock(tag, DLOCK_LOCK_STATE, w);
 	if (now >= pin_end)
-		(void) EndPinningBackends(tag, name, false, w->deadline);
+		(void) EndPinningBackends(tag, name, NULL, w->deadline);
 	else
 		until.deadline = Min(w->deadline, pin_end);
 	return WaitForNameHolders(tag, DLOCK_LOCK_STATE, &until);

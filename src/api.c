@@ -194,19 +194,21 @@ dlock_assert(PG_FUNCTION_ARGS)
 
 /*
  * Delete the row of the idle lease called name, if it is still idle since
- * before cutoff, adding its counters to *retired: true if deleted.  Never
+ * before cutoff, adding its name to *deleted and its counters to *rows
+ * (StatsBaseForget then retires them): true if deleted.  Never
  * waits: a name in use (its hand-over lock taken), a row another
  * transaction is deleting (an overlapping cleanup), a lease table locked
  * by maintenance, are left for a later run (w has no time left).
  */
 static bool
 CleanupOne(const DlockRelations *rels, text *name, TimestampTz cutoff,
-		   const DlockWait *w, DlockLeaseStats *retired)
+		   const DlockWait *w, List **deleted, List **rows)
 {
 	LOCKTAG		tag;
 	DlockLease	lease;
 	TimestampTz last;
-	bool		deleted = false;
+	DlockLeaseStats *copy;
+	bool		done = false;
 
 	NameLockTag(name, &tag);
 	if (!NameLockTry(&tag, DLOCK_LOCK_HANDOVER))
@@ -221,10 +223,13 @@ CleanupOne(const DlockRelations *rels, text *name, TimestampTz cutoff,
 			/* Its counters go to the totals; an expiry not released is lost. */
 			if (!lease.released)
 				lease.stats.count[DLOCK_STATS_LOST]++;
-			StatsAdd(retired, &lease.stats);
+			copy = palloc(sizeof(DlockLeaseStats));
+			*copy = lease.stats;
+			*rows = lappend(*rows, copy);
+			*deleted = lappend(*deleted, name);
 			LeaseDelete(rels, &lease);
 			StatsForgetName(name);
-			deleted = true;
+			done = true;
 		}
 	}
 
@@ -236,7 +241,7 @@ CleanupOne(const DlockRelations *rels, text *name, TimestampTz cutoff,
 	 * (LeaseFetchForUpdateWithin).
 	 */
 	NameLockGiveBack(&tag, DLOCK_LOCK_HANDOVER);
-	return deleted;
+	return done;
 }
 
 /*
@@ -257,6 +262,8 @@ dlock_cleanup(PG_FUNCTION_ARGS)
 	List	   *names;
 	ListCell   *lc;
 	int64		deleted = 0;
+	List	   *deleted_names = NIL;
+	List	   *rows = NIL;
 	DlockLeaseStats retired;
 	DlockWait	no_wait;
 
@@ -282,12 +289,16 @@ dlock_cleanup(PG_FUNCTION_ARGS)
 	foreach(lc, names)
 	{
 		if (CleanupOne(rels, (text *) lfirst(lc), now - older_usecs,
-					   &no_wait, &retired))
+					   &no_wait, &deleted_names, &rows))
 			deleted++;
 		CHECK_FOR_INTERRUPTS();
 	}
 	if (deleted > 0)
+	{
+		/* Less what they counted before their resets; baselines go too. */
+		StatsBaseForget(rels, deleted_names, rows, &retired);
 		StatsRetire(rels, &retired, 0);
+	}
 	PG_RETURN_INT64(deleted);
 }
 

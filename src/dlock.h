@@ -96,6 +96,7 @@ typedef struct DlockRelations
 	bool		has_stats;		/* the counters' columns exist (1.2) */
 	AttrNumber	stats_att[DLOCK_STATS_COLS];
 	Oid			stats_retired;	/* dlock_stats_retired, if has_stats */
+	Oid			stats_base;		/* dlock_stats_base, if has_stats */
 	AttrNumber	att_min_hold;	/* 1.2 columns, found by name; 0 if absent */
 	AttrNumber	att_lock_delay;
 	AttrNumber	att_pin_grace;
@@ -192,8 +193,6 @@ extern List *LeaseListIdle(const DlockRelations *rels, TimestampTz now,
 						   TimestampTz cutoff, int limit);
 extern void LeaseDelete(const DlockRelations *rels, DlockLease *lease);
 extern List *LeaseListAll(const DlockRelations *rels);
-extern void LeaseStoreStats(const DlockRelations *rels, text *name,
-							DlockLease *lease);
 extern int	LeaseCountHeldByRole(const DlockRelations *rels, Oid role,
 								 TimestampTz now, int limit);
 
@@ -279,6 +278,8 @@ extern void StatsCountBusy(text *name);
 extern void StatsCountWaitTimeout(text *name, int64 waited);
 extern void StatsCountFenceRefusal(text *name);
 extern void StatsForgetName(text *name);
+extern void StatsBaseForget(const DlockRelations *rels, List *names,
+							List *rows, DlockLeaseStats *retired);
 extern void StatsWaitBegin(const DlockWait *w);
 extern void StatsWaitEnd(void);
 extern bool StatsWaitOf(int pid, TimestampTz *start, TimestampTz *deadline);
@@ -357,8 +358,9 @@ extern void CheckLockRemember(const LOCKTAG *tag);
 extern PGDLLEXPORT Datum dlock_revoke(PG_FUNCTION_ARGS);
 extern List *NamePinningPids(const LOCKTAG *tag);
 extern List *NameCheckHolderPids(const LOCKTAG *tag);
-extern List *EndPinningBackends(const LOCKTAG *tag, text *name, bool revoke,
-								TimestampTz deadline);
+typedef struct RevokeTarget RevokeTarget;
+extern List *EndPinningBackends(const LOCKTAG *tag, text *name,
+								RevokeTarget *revoke, TimestampTz deadline);
 
 /* undelivered.c */
 extern void UndeliveredNoteAcquire(FunctionCallInfo fcinfo, text *name,

@@ -859,16 +859,6 @@ LeaseListIdle(const DlockRelations *rels, TimestampTz now, TimestampTz cutoff,
 	return names;
 }
 
-/*
- * Write the counters of a lease fetched with LeaseFetchForUpdate, which the
- * caller changed (dlock_stats_reset), and nothing else.
- */
-void
-LeaseStoreStats(const DlockRelations *rels, text *name, DlockLease *lease)
-{
-	LeaseStore(rels, name, lease);
-}
-
 /* The names of every lease row, read with the latest committed state. */
 List *
 LeaseListAll(const DlockRelations *rels)

@@ -13,8 +13,10 @@
  * Once the revoke commits, the token is stale everywhere, and no
  * transaction that vouched for it is still open: what they wrote is
  * committed or rolled back.  If the wait runs out, without force: 55P03 and
- * nothing changed; with force, the transactions still holding it are ended
- * (EndPinningBackends) and waited for.
+ * nothing changed; with force, the transactions still holding the check
+ * protection, and no others, are ended (EndPinningBackends) and waited
+ * for.  A revoke whose lease is superseded meanwhile ends nobody and
+ * revokes nothing.
  *
  * Copyright (c) 2026, the dlock developers
  *
@@ -145,11 +147,53 @@ NameCheckHolderPids(const LOCKTAG *tag)
 	return pids;
 }
 
-/* The backends to end: every lock holder for a revoke, else the pinners. */
-static List *
-PidsToEnd(const LOCKTAG *tag, bool revoke)
+/*
+ * What a revoke revokes: the lease on name held by token (any, with
+ * any_token).  gone is set once the latest committed lease is no longer
+ * one to revoke (RevokeApplies): another token's, released, or free.
+ */
+struct RevokeTarget
 {
-	return revoke ? NamePinningPids(tag) : NameCheckHolderPids(tag);
+	const DlockRelations *rels;
+	text	   *name;
+	bool		any_token;
+	int64		token;
+	bool		gone;
+};
+
+static bool RevokeApplies(const DlockLease *lease, bool any_token,
+						  int64 token, TimestampTz now);
+
+/* Is the lease of *target still one to revoke?  Else set gone. */
+static bool
+RevokeTargetHolds(RevokeTarget *target)
+{
+	DlockLease	lease;
+
+	LeaseFetchSettled(target->rels, target->name, &lease);
+	if (!RevokeApplies(&lease, target->any_token, target->token,
+					   GetCurrentTimestamp()))
+		target->gone = true;
+	return !target->gone;
+}
+
+/*
+ * The backends to end: those holding the check protection without the
+ * hand-over lock (NameCheckHolderPids), for a revoke as for a waiter past
+ * a pin grace.  A hand-over, a renewal, a release or a reset in progress
+ * holds no check protection and is never ended.  For a revoke, NIL once
+ * its lease is no longer one to revoke: read after the pids, so that no
+ * pid is that of a check of a newer lease (a check of a new token comes
+ * after its acquire committed, which the read then sees).
+ */
+static List *
+PidsToEnd(const LOCKTAG *tag, RevokeTarget *revoke)
+{
+	List	   *pids = NameCheckHolderPids(tag);
+
+	if (revoke != NULL && pids != NIL && !RevokeTargetHolds(revoke))
+		return NIL;
+	return pids;
 }
 
 /* Log and send sig to each backend of pids (SIGINT: cancel, else end). */
@@ -180,19 +224,20 @@ SignalPids(List *pids, text *name, int sig)
 }
 
 /*
- * End the transactions holding the name back: for a revoke (revoke true)
- * every holder of a lock a hand-over waits for, each checked against
- * pg_signal_backend's rules first; for a waiting acquire past a pin grace
- * the pinners only (NameCheckHolderPids).  Cancel each (a running
- * statement ends, and its transaction rolls back), and terminate each that
- * still holds it DLOCK_CANCEL_GRACE_MS later or at deadline, whichever
- * comes first (a session idle in its transaction ignores a cancel), as hot
- * standby does for a recovery conflict.  A backend that took such a lock
+ * End the transactions holding the name's check protection without its
+ * hand-over lock (PidsToEnd): for a revoke (revoke not NULL) each checked
+ * against pg_signal_backend's rules first, and none once the revoke's lease
+ * is no longer one to revoke; for a waiting acquire past a pin grace
+ * without the privilege rule.  Cancel each (a running statement ends, and
+ * its transaction rolls back), and terminate each that still holds it
+ * DLOCK_CANCEL_GRACE_MS later or at deadline, whichever comes first (a
+ * session idle in its transaction ignores a cancel), as hot standby does
+ * for a recovery conflict.  A backend that took the check protection
  * during the cancel wait is terminated too, privilege-checked the same
  * way.  Each is logged.  The pids ended.
  */
 List *
-EndPinningBackends(const LOCKTAG *tag, text *name, bool revoke,
+EndPinningBackends(const LOCKTAG *tag, text *name, RevokeTarget *revoke,
 				   TimestampTz deadline)
 {
 	List	   *pids = PidsToEnd(tag, revoke);
@@ -202,7 +247,7 @@ EndPinningBackends(const LOCKTAG *tag, text *name, bool revoke,
 
 	if (pids == NIL)
 		return NIL;
-	if (revoke)
+	if (revoke != NULL)
 		foreach(lc, pids)
 			CheckMayEnd(lfirst_int(lc));
 	SignalPids(pids, name, SIGINT);
@@ -222,7 +267,7 @@ EndPinningBackends(const LOCKTAG *tag, text *name, bool revoke,
 			return pids;
 	}
 	left = PidsToEnd(tag, revoke);
-	if (revoke)
+	if (revoke != NULL)
 		foreach(lc, left)
 			CheckMayEnd(lfirst_int(lc));
 	SignalPids(left, name, SIGTERM);
@@ -261,35 +306,97 @@ RevokeResult(FunctionCallInfo fcinfo, int64 token, List *waited, List *ended)
 }
 
 /*
- * Take the name's hand-over lock, waiting up to wait_usecs for every other
- * transaction holding its check protection, without queuing for the lock
+ * Take the name's hand-over lock, waiting until deadline for every other
+ * transaction holding a lock on the name, without queuing for the lock
  * (WaitForNameHolders): a queued request would make the holder's renewals,
  * checks and fenced writes wait behind it, and a revoke that then fails
- * would have cost the holder its lease.  With force, end those still
- * there and wait for them as long as it takes.  Without force, 55P03 when
- * the wait runs out.  The lock is kept until the transaction ends, so no
- * new check vouches for the revoked token before the revoke commits.
+ * would have cost the holder its lease.  It looks at the lease again after
+ * each DLOCK_REVOKE_LOOK_MS: false (the lock not taken) once it is no
+ * longer one to revoke (target->gone) or at the deadline.
  */
-static void
-RevokeWaitForPinners(text *name, const LOCKTAG *tag, int64 wait_usecs,
-					 bool force, List **waited, List **ended)
+#define DLOCK_REVOKE_LOOK_MS	100
+
+static bool
+RevokeWaitForLock(const LOCKTAG *tag, RevokeTarget *target,
+				  TimestampTz deadline)
 {
 	DlockWait	w;
 
+	w.start = GetCurrentTimestamp();
+	w.queued = false;
+	for (;;)
+	{
+		w.deadline = Min(deadline,
+						 TimestampTzPlusMilliseconds(GetCurrentTimestamp(),
+													 DLOCK_REVOKE_LOOK_MS));
+		if (WaitForNameHolders(tag, DLOCK_LOCK_HANDOVER, &w))
+			return true;
+		if (!RevokeTargetHolds(target) || GetCurrentTimestamp() >= deadline)
+			return false;
+	}
+}
+
+/*
+ * Is the lease of *target free (not held, nor in a minimum hold or a
+ * lock-delay)?  Then, with no check protection left to end, what holds the
+ * name is a hand-over (or a cleanup) in progress: there is nothing to
+ * revoke, and gone is set.
+ */
+static bool
+RevokeLeaseFree(RevokeTarget *target)
+{
+	DlockLease	lease;
+	TimestampTz now = GetCurrentTimestamp();
+
+	LeaseFetchSettled(target->rels, target->name, &lease);
+	if (lease.found && (LeaseIsHeld(&lease, now) || LeaseIsBusy(&lease, now)))
+		return false;
+	target->gone = true;
+	return true;
+}
+
+/*
+ * Take the hand-over lock for the revoke (RevokeWaitForLock), waiting up
+ * to wait_usecs.  With force, then end the transactions that still hold
+ * the lease's check protection (EndPinningBackends), and no others: a
+ * hand-over, a renewal or a release in progress, which takes no check
+ * protection, is waited for another wait_usecs, unless the lease is free
+ * (RevokeLeaseFree).  55P03 when the wait runs out; false, the lock not
+ * taken, once the lease is no longer one to revoke.  The lock is kept
+ * until the transaction ends, so no new check vouches for the revoked
+ * token before the revoke commits.
+ */
+static bool
+RevokeWaitForPinners(const LOCKTAG *tag, RevokeTarget *target,
+					 int64 wait_usecs, bool force, List **waited,
+					 List **ended)
+{
 	*waited = NamePinningPids(tag);
 	*ended = NIL;
-	w.start = GetCurrentTimestamp();
-	w.deadline = w.start + wait_usecs;
-	if (WaitForNameHolders(tag, DLOCK_LOCK_HANDOVER, &w))
-		return;
+	if (RevokeWaitForLock(tag, target, GetCurrentTimestamp() + wait_usecs))
+		return true;
+	if (target->gone)
+		return false;
 	if (!force)
 		ereport(ERROR,
 				(errcode(ERRCODE_LOCK_NOT_AVAILABLE),
-				 errmsg("could not revoke lease \"%s\"", text_to_cstring(name)),
-				 errdetail("Other transactions still hold its check protection after the wait."),
-				 errhint("Wait longer, or pass force => true to end them.")));
-	*ended = EndPinningBackends(tag, name, true, DT_NOEND);
-	NameLockWait(tag, DLOCK_LOCK_HANDOVER);
+				 errmsg("could not revoke lease \"%s\"",
+						text_to_cstring(target->name)),
+				 errdetail("Other transactions still hold its check protection or change it after the wait."),
+				 errhint("Wait longer, or pass force => true to end those that hold its check protection.")));
+	*ended = EndPinningBackends(tag, target->name, target, DT_NOEND);
+	if (target->gone || (*ended == NIL && RevokeLeaseFree(target)))
+		return false;
+	if (RevokeWaitForLock(tag, target, GetCurrentTimestamp() + wait_usecs))
+		return true;
+	if (target->gone || RevokeLeaseFree(target))
+		return false;
+	ereport(ERROR,
+			(errcode(ERRCODE_LOCK_NOT_AVAILABLE),
+			 errmsg("could not revoke lease \"%s\"",
+					text_to_cstring(target->name)),
+			 errdetail("A transaction that changes the lease (an acquire, renewal or release in progress) is still open; force ends only the transactions that hold its check protection.")));
+	return false;				/* keep the compiler quiet */
 }
 
 /* The pids of a list, for a log line: "1, 2, 3". */
@@ -336,6 +443,7 @@ dlock_revoke(PG_FUNCTION_ARGS)
 	const DlockRelations *rels;
 	DlockLease	lease;
 	LOCKTAG		tag;
+	RevokeTarget target;
 	TimestampTz now;
 	List	   *waited;
 	List	   *ended;
@@ -351,7 +459,14 @@ dlock_revoke(PG_FUNCTION_ARGS)
 	LeaseFetchSettled(rels, name, &lease);
 	if (!RevokeApplies(&lease, any_token, token, GetCurrentTimestamp()))
 		return RevokeResult(fcinfo, 0, NIL, NIL);
-	RevokeWaitForPinners(name, &tag, wait_usecs, force, &waited, &ended);
+	target.rels = rels;
+	target.name = name;
+	target.any_token = any_token;
+	target.token = token;
+	target.gone = false;
+	if (!RevokeWaitForPinners(&tag, &target, wait_usecs, force, &waited,
+							  &ended))
+		return RevokeResult(fcinfo, 0, waited, ended);
 	/* Holding the hand-over lock, nobody else holds the state lock. */
 	NameLockWait(&tag, DLOCK_LOCK_STATE);
 	LeaseFetchForUpdate(rels, name, &lease);

@@ -10,7 +10,8 @@
  * changed by the same update: no extra row, no extra WAL record.  A
  * dlock_cleanup that deletes rows adds their counters to the one row of
  * dlock_stats_retired in its own transaction, so totals never go down but
- * by a reset.
+ * by a reset.  A reset writes no lease row: it records the row's counters
+ * as a baseline (dlock_stats_base) that the views subtract.
  *
  * Those of a call that writes nothing (a busy answer, a wait that timed
  * out) or whose transaction aborts (an LK001 refusal) can only live in
@@ -32,9 +33,12 @@
 #include "postgres.h"
 
 #include "access/genam.h"
+#include "access/heapam.h"
 #include "access/htup_details.h"
+#include "access/stratnum.h"
 #include "access/table.h"
 #include "access/xact.h"
+#include "catalog/pg_collation.h"
 #include "executor/executor.h"
 #include "funcapi.h"
 #include "miscadmin.h"
@@ -43,6 +47,7 @@
 #include "storage/lwlock.h"
 #include "storage/shmem.h"
 #include "utils/builtins.h"
+#include "utils/fmgroids.h"
 #include "utils/hsearch.h"
 #include "utils/lsyscache.h"
 #include "utils/rel.h"
@@ -611,7 +616,9 @@ StatsFindColumns(DlockRelations *rels, Oid nspid)
 	}
 	rels->stats_retired = rels->has_stats ?
 		get_relname_relid("dlock_stats_retired", nspid) : InvalidOid;
-	if (!OidIsValid(rels->stats_retired))
+	rels->stats_base = rels->has_stats ?
+		get_relname_relid("dlock_stats_base", nspid) : InvalidOid;
+	if (!OidIsValid(rels->stats_retired) || !OidIsValid(rels->stats_base))
 		rels->has_stats = false;
 }
 
@@ -871,84 +878,287 @@ dlock_stats_shared(PG_FUNCTION_ARGS)
 }
 
 /*
- * How long a reset of every name waits for a transaction that took a
- * name's state lock after the reset waited for the name to be free: it
- * then holds the state locks of the names reset before, and would hold
- * back their renewals.
+ * The baselines (dlock_stats_base): the counters of a lease row at the last
+ * reset of its name, which the views subtract.  A reset writes these rows
+ * and no lease row, so it takes no name's lock and holds back no renewal,
+ * check or fenced write, however long its transaction stays open.  Resets,
+ * cleanups and imports change them one after the other: each first locks
+ * dlock_stats_retired in ExclusiveLock until its transaction ends.
  */
-#define DLOCK_STATS_RESET_WAIT_MS	1000
+
+/* The counters since the last reset: *row less *base (NULL: none). */
+static void
+StatsSinceReset(DlockLeaseStats *s, const DlockLeaseStats *row,
+				const DlockLeaseStats *base)
+{
+	int			i;
+
+	*s = *row;
+	if (base == NULL)
+		return;
+	for (i = 0; i < DLOCK_STATS_NCOUNTS; i++)
+		s->count[i] -= base->count[i];
+	s->wait_time -= base->wait_time;
+	/* A maximum that has not grown since the reset is older than it. */
+	if (row->wait_time_max <= base->wait_time_max)
+		s->wait_time_max = 0;
+	s->has_reset = base->has_reset;
+	s->reset = base->reset;
+}
+
+/* The attribute numbers of the counters in dlock_stats_base. */
+static void
+StatsBaseColumns(const DlockRelations *rels, AttrNumber *att)
+{
+	int			i;
+
+	for (i = 0; i < DLOCK_STATS_COLS; i++)
+	{
+		att[i] = get_attnum(rels->stats_base, stats_columns[i]);
+		if (att[i] == InvalidAttrNumber)
+			elog(ERROR, "relation \"dlock_stats_base\" has no column \"%s\"",
+				 stats_columns[i]);
+	}
+}
+
+/* A name whose baseline goes (StatsBaseDelete), and its row's counters. */
+typedef struct StatsNameEntry
+{
+	char		name[DLOCK_MAX_NAME_BYTES + 1];
+	DlockLeaseStats *row;		/* NULL: no row to retire */
+} StatsNameEntry;
 
 /*
- * Zero the counters of the lease called name as reset at the time now,
- * under its state lock (kept until the transaction ends, so no acquire
- * changes the row meanwhile), waited for until deadline without queuing
- * for it (WaitForNameHolders): 55P03 after that.  A name reset alone hands
- * its counters to the retired row first, so that totals do not go down.
+ * The names of a list of text, as a set to look up, each with the counters
+ * of its row from rows (a list of DlockLeaseStats pointers, or NIL).
+ */
+static HTAB *
+StatsNameSet(List *names, List *rows)
+{
+	HASHCTL		ctl;
+	HTAB	   *set;
+	int			i;
+
+	memset(&ctl, 0, sizeof(ctl));
+	ctl.keysize = DLOCK_MAX_NAME_BYTES + 1;
+	ctl.entrysize = sizeof(StatsNameEntry);
+	ctl.hcxt = CurrentMemoryContext;
+	set = hash_create("dlock names", Max(list_length(names), 16), &ctl,
+					  HASH_ELEM | HASH_STRINGS | HASH_CONTEXT);
+	for (i = 0; i < list_length(names); i++)
+	{
+		StatsNameEntry *e;
+
+		e = hash_search(set, text_to_cstring((text *) list_nth(names, i)),
+						HASH_ENTER, NULL);
+		e->row = rows != NIL ? (DlockLeaseStats *) list_nth(rows, i) : NULL;
+	}
+	return set;
+}
+
+/*
+ * Delete the baselines of the names in names (a list of text), or with
+ * names NIL and all every baseline, read with the latest committed state.
+ * With rows (the counters of each name's row, which is being deleted), add
+ * what each row counted since its name's reset to *retired.
+ */
+static void
+StatsBaseDelete(const DlockRelations *rels, List *names, List *rows,
+				bool all, DlockLeaseStats *retired)
+{
+	Relation	rel;
+	SysScanDesc scan;
+	HeapTuple	tuple;
+	AttrNumber	att[DLOCK_STATS_COLS];
+	HTAB	   *set;
+	HASH_SEQ_STATUS seq;
+	StatsNameEntry *e;
+	Datum	   *values;
+	bool	   *nulls;
+
+	if (!all && names == NIL)
+		return;
+	StatsBaseColumns(rels, att);
+	set = StatsNameSet(names, rows);
+	rel = table_open(rels->stats_base, RowExclusiveLock);
+	values = palloc(RelationGetDescr(rel)->natts * sizeof(Datum));
+	nulls = palloc(RelationGetDescr(rel)->natts * sizeof(bool));
+	scan = systable_beginscan(rel, InvalidOid, false, SnapshotSelf, 0, NULL);
+	while (HeapTupleIsValid(tuple = systable_getnext(scan)))
+	{
+		DlockLeaseStats base;
+
+		heap_deform_tuple(tuple, RelationGetDescr(rel), values, nulls);
+		e = all ? NULL : hash_search(set, TextDatumGetCString(values[0]),
+									 HASH_FIND, NULL);
+		if (!all && e == NULL)
+			continue;
+		if (e != NULL && e->row != NULL)
+		{
+			StatsFromValues(att, values, nulls, &base);
+			StatsSinceReset(e->row, e->row, &base);
+		}
+		simple_heap_delete(rel, &tuple->t_self);
+	}
+	systable_endscan(scan);
+	table_close(rel, NoLock);
+	CommandCounterIncrement();
+	if (retired != NULL)
+	{
+		hash_seq_init(&seq, set);
+		while ((e = hash_seq_search(&seq)) != NULL)
+			if (e->row != NULL)
+				StatsAdd(retired, e->row);
+	}
+	hash_destroy(set);
+}
+
+/* The baseline of name into *base: false if it has none. */
+static bool
+StatsBaseFetch(const DlockRelations *rels, text *name, DlockLeaseStats *base)
+{
+	Relation	rel;
+	SysScanDesc scan;
+	HeapTuple	tuple;
+	ScanKeyData key;
+	AttrNumber	att[DLOCK_STATS_COLS];
+	Datum	   *values;
+	bool	   *nulls;
+	bool		found = false;
+
+	StatsBaseColumns(rels, att);
+	rel = table_open(rels->stats_base, AccessShareLock);
+	values = palloc(RelationGetDescr(rel)->natts * sizeof(Datum));
+	nulls = palloc(RelationGetDescr(rel)->natts * sizeof(bool));
+	ScanKeyEntryInitialize(&key, 0, 1, BTEqualStrategyNumber, InvalidOid,
+						   C_COLLATION_OID, F_TEXTEQ, PointerGetDatum(name));
+	scan = systable_beginscan(rel, InvalidOid, false, SnapshotSelf, 1, &key);
+	if (HeapTupleIsValid(tuple = systable_getnext(scan)))
+	{
+		heap_deform_tuple(tuple, RelationGetDescr(rel), values, nulls);
+		StatsFromValues(att, values, nulls, base);
+		found = true;
+	}
+	systable_endscan(scan);
+	table_close(rel, AccessShareLock);
+	return found;
+}
+
+/* Record *s, the counters of the lease row of name, as its baseline. */
+static void
+StatsBaseInsert(const DlockRelations *rels, text *name,
+				const DlockLeaseStats *s, TimestampTz now)
+{
+	Relation	rel;
+	EState	   *estate;
+	ResultRelInfo *rri;
+	TupleTableSlot *slot;
+	AttrNumber	att[DLOCK_STATS_COLS];
+	DlockLeaseStats b = *s;
+
+	StatsBaseColumns(rels, att);
+	rel = table_open(rels->stats_base, RowExclusiveLock);
+	estate = CreateExecutorState();
+	rri = makeNode(ResultRelInfo);
+	InitResultRelInfo(rri, rel, 0, NULL, 0);
+	ExecOpenIndices(rri, false);
+	slot = ExecInitExtraTupleSlot(estate, RelationGetDescr(rel), &TTSOpsVirtual);
+	ExecClearTuple(slot);
+	memset(slot->tts_isnull, true, RelationGetDescr(rel)->natts * sizeof(bool));
+	b.has_reset = true;
+	b.reset = now;
+	StatsToValues(att, &b, slot->tts_values, slot->tts_isnull);
+	slot->tts_isnull[0] = false;
+	slot->tts_values[0] = PointerGetDatum(name);
+	ExecStoreVirtualTuple(slot);
+	ExecSimpleRelationInsert(rri, estate, slot);
+	ExecCloseIndices(rri);
+	ExecResetTupleTable(estate->es_tupleTable, false);
+	FreeExecutorState(estate);
+	table_close(rel, NoLock);
+	CommandCounterIncrement();
+}
+
+/*
+ * A cleanup deleted the rows of names, whose counters were rows (a list of
+ * DlockLeaseStats pointers, changed here): add what each counted since its
+ * name's last reset to *retired, and delete their baselines (api.c).  The
+ * caller holds dlock_stats_retired in ExclusiveLock.
+ */
+void
+StatsBaseForget(const DlockRelations *rels, List *names, List *rows,
+				DlockLeaseStats *retired)
+{
+	if (rels->has_stats)
+		StatsBaseDelete(rels, names, rows, false, retired);
+}
+
+/*
+ * Reset the counters of the lease called name as at the time now: record
+ * them in its baseline, and, for a name reset alone (retire), add what
+ * they counted since the last reset to the retired row first, so that
+ * totals do not go down.  The row is read once, with the latest committed
+ * state: a renewal committed after that read counts after the reset.  No
+ * lease row is written and no name's lock taken.
  */
 static void
 StatsResetName(const DlockRelations *rels, text *name, TimestampTz now,
-			   bool retire, TimestampTz deadline)
+			   bool retire)
 {
-	LOCKTAG		tag;
 	DlockLease	lease;
-	DlockWait	w;
+	DlockLeaseStats base;
+	DlockLeaseStats since;
+	bool		has_base;
+	List	   *one = list_make1(name);
 
-	NameLockTag(name, &tag);
-	w.start = GetCurrentTimestamp();
-	w.deadline = deadline;
-	w.queued = false;
-	if (!WaitForNameHolders(&tag, DLOCK_LOCK_STATE, &w))
-		ereport(ERROR,
-				(errcode(ERRCODE_LOCK_NOT_AVAILABLE),
-				 errmsg("could not reset the counters of lease \"%s\"",
-						text_to_cstring(name)),
-				 errdetail("Another transaction changed the lease meanwhile and is still open."),
-				 errhint("Try again.")));
-	LeaseFetchForUpdate(rels, name, &lease);
-	if (lease.found)
+	LeaseFetchSettled(rels, name, &lease);
+	has_base = StatsBaseFetch(rels, name, &base);
+	if (lease.found && retire)
 	{
-		if (retire)
-			StatsRetire(rels, &lease.stats, 0);
-		memset(&lease.stats, 0, sizeof(lease.stats));
-		lease.stats.has_reset = true;
-		lease.stats.reset = now;
-		LeaseStoreStats(rels, name, &lease);
+		StatsSinceReset(&since, &lease.stats, has_base ? &base : NULL);
+		StatsRetire(rels, &since, 0);
 	}
+	if (has_base)
+		StatsBaseDelete(rels, one, NIL, false, NULL);
+	if (lease.found)
+		StatsBaseInsert(rels, name, &lease.stats, now);
 	if (retire)
 		StatsResetShared(name);
 }
 
 /*
- * Reset every name: first wait, holding no name's lock, until no other
- * transaction changes any of them (so that no renewal waits for this
- * reset while it waits for another name), then reset each, waiting for a
- * name taken since no longer than DLOCK_STATS_RESET_WAIT_MS.
+ * Reset every name: zero the retired row, drop every baseline, and record
+ * each lease row's counters, read in one scan with the latest committed
+ * state, as its new one.
  */
 static void
 StatsResetAll(const DlockRelations *rels, TimestampTz now)
 {
-	List	   *names = LeaseListAll(rels);
-	ListCell   *lc;
-	DlockWait	w;
+	Relation	rel;
+	SysScanDesc scan;
+	HeapTuple	tuple;
+	Datum	   *values;
+	bool	   *nulls;
 
-	w.start = GetCurrentTimestamp();
-	w.deadline = DT_NOEND;
-	w.queued = false;
-	foreach(lc, names)
+	StatsRetire(rels, NULL, now);
+	StatsBaseDelete(rels, NIL, NIL, true, NULL);
+	rel = DlockOpenLeaseTable(rels, AccessShareLock);
+	values = palloc(RelationGetDescr(rel)->natts * sizeof(Datum));
+	nulls = palloc(RelationGetDescr(rel)->natts * sizeof(bool));
+	scan = systable_beginscan(rel, InvalidOid, false, SnapshotSelf, 0, NULL);
+	while (HeapTupleIsValid(tuple = systable_getnext(scan)))
 	{
-		LOCKTAG		tag;
+		DlockLeaseStats row;
+		text	   *name;
 
-		NameLockTag((text *) lfirst(lc), &tag);
-		(void) WaitForNameFree(&tag, DLOCK_LOCK_STATE, &w);
-	}
-	foreach(lc, names)
-	{
-		StatsResetName(rels, (text *) lfirst(lc), now, false,
-					   TimestampTzPlusMilliseconds(GetCurrentTimestamp(),
-												   DLOCK_STATS_RESET_WAIT_MS));
+		heap_deform_tuple(tuple, RelationGetDescr(rel), values, nulls);
+		StatsFromValues(rels->stats_att, values, nulls, &row);
+		name = DatumGetTextPCopy(values[Anum_dlock_lease_name - 1]);
+		StatsBaseInsert(rels, name, &row, now);
 		CHECK_FOR_INTERRUPTS();
 	}
-	StatsRetire(rels, NULL, now);
+	systable_endscan(scan);
+	table_close(rel, AccessShareLock);
 	StatsResetShared(NULL);
 }
 
@@ -969,11 +1179,13 @@ dlock_stats_reset(PG_FUNCTION_ARGS)
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 				 errmsg("the dlock extension's objects have no counters"),
 				 errhint("Run ALTER EXTENSION dlock UPDATE.")));
+	/* One reset, cleanup or import at a time (see StatsBaseDelete). */
+	XactLockRelation(rels->stats_retired, ExclusiveLock);
 	if (!PG_ARGISNULL(0))
 	{
 		text	   *name = DlockNameArg(fcinfo, 0);
 
-		StatsResetName(rels, name, now, true, DT_NOEND);
+		StatsResetName(rels, name, now, true);
 	}
 	else
 		StatsResetAll(rels, now);

@@ -53,6 +53,7 @@ SELECT set_eq(
           'table dlock_epoch',
           'table dlock_lock_key',
           'table dlock_stats_retired',
+          'table dlock_stats_base',
           'sequence dlock_token_seq',
           'view dlock_leases',
           'view dlock_fenced_tables',
@@ -68,6 +69,7 @@ SELECT set_eq(
                        'type dlock_leases', 'type dlock_leases[]',
                        'type dlock_fenced_tables', 'type dlock_fenced_tables[]',
                        'type dlock_stats_retired', 'type dlock_stats_retired[]',
+                       'type dlock_stats_base', 'type dlock_stats_base[]',
                        'type dlock_stats', 'type dlock_stats[]',
                        'type dlock_stats_total', 'type dlock_stats_total[]',
                        'type dlock_waiters', 'type dlock_waiters[]']
