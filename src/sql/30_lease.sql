@@ -524,9 +524,10 @@ BEGIN
 	  WHERE l.name = $1 AND l.token = $2 AND e.token = $2
 		AND e.released_at IS NULL AND e.expires_at > pg_catalog.clock_timestamp()
 	  FOR SHARE OF l SKIP LOCKED;
-	-- Or by a revoke in progress, whose transaction the check waits for, as
-	-- the C edition's does (72_operators.sql).
-	RETURN (FOUND OR @extschema@.dlock_sql_revoke_wait($1, $2)) AND @extschema@.dlock_sql_still_held($1, $2);
+	-- Or, skipped while token still holds the lease (a revoke in progress,
+	-- or one giving the row back), after waiting for the row's locker, at
+	-- most until the lease expires (72_operators.sql).
+	RETURN (FOUND OR @extschema@.dlock_sql_locked_wait($1, $2)) AND @extschema@.dlock_sql_still_held($1, $2);
 END
 $dlock$;
 GRANT EXECUTE ON FUNCTION @extschema@.dlock_sql_protect(pg_catalog.text, pg_catalog.int8) TO PUBLIC;
