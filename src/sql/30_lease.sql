@@ -514,11 +514,12 @@ BEGIN
 	-- The lock and the second look in one statement: the expiry row as
 	-- this statement's snapshot shows it (a release or the expiry since
 	-- the first look), the lease row locked only if that passes.  SKIP
-	-- LOCKED: the row is locked FOR UPDATE only by a hand-over that found
-	-- the lease free.  A hand-over that committed since the snapshot made
-	-- a new row version: the lock follows it and its token no longer
-	-- matches (READ COMMITTED), or 40001 (REPEATABLE READ).  Once locked,
-	-- no new token can be drawn for name until the (sub)transaction ends.
+	-- LOCKED: a row locked FOR UPDATE (a hand-over, a revoke) is waited
+	-- for below, only if token still holds the lease.  A hand-over that
+	-- committed since the snapshot made a new row version: the lock
+	-- follows it and its token no longer matches (READ COMMITTED), or
+	-- 40001 (REPEATABLE READ).  Once locked, no new token can be drawn
+	-- for name until the (sub)transaction ends.
 	PERFORM FROM @extschema@.dlock_lease AS l
 	  JOIN @extschema@.dlock_expiry AS e ON e.name = l.name
 	  WHERE l.name = $1 AND l.token = $2 AND e.token = $2
