@@ -514,19 +514,21 @@ BEGIN
 	-- The lock and the second look in one statement: the expiry row as
 	-- this statement's snapshot shows it (a release or the expiry since
 	-- the first look), the lease row locked only if that passes.  SKIP
-	-- LOCKED: the row is locked FOR UPDATE only by a hand-over that found
-	-- the lease free.  A hand-over that committed since the snapshot made
-	-- a new row version: the lock follows it and its token no longer
-	-- matches (READ COMMITTED), or 40001 (REPEATABLE READ).  Once locked,
-	-- no new token can be drawn for name until the (sub)transaction ends.
+	-- LOCKED: a row locked FOR UPDATE (a hand-over, a revoke) is waited
+	-- for below, only if token still holds the lease.  A hand-over that
+	-- committed since the snapshot made a new row version: the lock
+	-- follows it and its token no longer matches (READ COMMITTED), or
+	-- 40001 (REPEATABLE READ).  Once locked, no new token can be drawn
+	-- for name until the (sub)transaction ends.
 	PERFORM FROM @extschema@.dlock_lease AS l
 	  JOIN @extschema@.dlock_expiry AS e ON e.name = l.name
 	  WHERE l.name = $1 AND l.token = $2 AND e.token = $2
 		AND e.released_at IS NULL AND e.expires_at > pg_catalog.clock_timestamp()
 	  FOR SHARE OF l SKIP LOCKED;
-	-- Or by a revoke in progress, whose transaction the check waits for, as
-	-- the C edition's does (72_operators.sql).
-	RETURN (FOUND OR @extschema@.dlock_sql_revoke_wait($1, $2)) AND @extschema@.dlock_sql_still_held($1, $2);
+	-- Or, skipped while token still holds the lease (a revoke in progress,
+	-- or one giving the row back), after waiting for the row's locker, at
+	-- most until the lease expires (72_operators.sql).
+	RETURN (FOUND OR @extschema@.dlock_sql_locked_wait($1, $2)) AND @extschema@.dlock_sql_still_held($1, $2);
 END
 $dlock$;
 GRANT EXECUTE ON FUNCTION @extschema@.dlock_sql_protect(pg_catalog.text, pg_catalog.int8) TO PUBLIC;

@@ -281,36 +281,63 @@ REVOKE ALL ON FUNCTION @extschema@.dlock_sql_revokers() FROM PUBLIC;
 COMMENT ON FUNCTION @extschema@.dlock_sql_revokers() IS
 	'internal (bounded pinning): the backends (other than this one) whose transaction is in a dlock_revoke';
 
--- A check (dlock_sql_protect) that found the lease row of name locked:
--- if a revoke in progress holds it, wait for the revoke's transaction
--- (FOR SHARE, as the check's own lock, without SKIP LOCKED), as the C
--- edition's check waits for the revoke's lock, and say whether token
--- still holds the lease then by the row the lock was granted on (READ
--- COMMITTED: the revoke's new version, which dlock_sql_still_held then
--- reads as released; REPEATABLE READ: 40001).  A revoke that rolls back
--- leaves the lease held: true.  Anything else (a hand-over of a lease
--- that expired meanwhile): false at once, as before.
-CREATE FUNCTION @extschema@.dlock_sql_revoke_wait(name pg_catalog.text, token pg_catalog.int8)
+-- A check (dlock_sql_protect) whose lock on the lease row of name was
+-- skipped (SKIP LOCKED: another transaction holds the row FOR UPDATE, or
+-- has updated it) while token, read again now, holds the unexpired lease:
+-- wait for that transaction, whoever it is, with FOR SHARE (the check's
+-- own lock) without SKIP LOCKED, bounded by the lease's expiry, and say
+-- whether token still holds the lease by the row the lock is granted on.
+-- A revoke that gives the row back (a renewal in progress, nothing to
+-- revoke, its wait over) or rolls back leaves the lease held: true; one
+-- that commits: false (READ COMMITTED: its new row version, which
+-- dlock_sql_still_held then reads as released; REPEATABLE READ: 40001),
+-- as the C edition's check waits for the revoke's lock.  A hand-over
+-- holds the row of a held lease only for the moment it takes to find it
+-- held, or takes a lease that expired meanwhile (the wait ends at that
+-- expiry: false).  Asking who holds the lock instead (the revokers among
+-- the row's lockers) raced with a revoke giving the row back in between:
+-- false for a lease still held.  The caller's own shorter lock_timeout
+-- raises its 55P03.  Only on this path: a subtransaction, with an XID.
+CREATE FUNCTION @extschema@.dlock_sql_locked_wait(name pg_catalog.text, token pg_catalog.int8)
 RETURNS pg_catalog.bool
 LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
 AS $dlock$
 DECLARE
-	revs pg_catalog.int4[] := @extschema@.dlock_sql_revokers();
+	saved pg_catalog.text := pg_catalog.current_setting('lock_timeout');
+	until pg_catalog.timestamptz;
+	got pg_catalog.bool;
 BEGIN
-	IF revs = '{}' OR NOT (@extschema@.dlock_sql_pinners($1) && revs) THEN
+	SELECT e.expires_at INTO until FROM @extschema@.dlock_lease AS l
+	  JOIN @extschema@.dlock_expiry AS e ON e.name = l.name
+	 WHERE l.name = $1 AND l.token = $2 AND e.token = $2
+	   AND e.released_at IS NULL AND e.expires_at > pg_catalog.clock_timestamp();
+	IF until IS NULL THEN
 		RETURN false;
 	END IF;
-	PERFORM FROM @extschema@.dlock_lease AS l
-	  JOIN @extschema@.dlock_expiry AS e ON e.name = l.name
-	  WHERE l.name = $1 AND l.token = $2 AND e.token = $2
-		AND e.released_at IS NULL AND e.expires_at > pg_catalog.clock_timestamp()
-	  FOR SHARE OF l;
-	RETURN FOUND;
+	BEGIN
+		-- SHOW's form of the caller's lock_timeout is valid interval input.
+		PERFORM @extschema@.dlock_sql_bound(until,
+			pg_catalog.round(EXTRACT(epoch FROM saved::pg_catalog.interval) * 1000)::pg_catalog.int8);
+		PERFORM FROM @extschema@.dlock_lease AS l
+		  JOIN @extschema@.dlock_expiry AS e ON e.name = l.name
+		  WHERE l.name = $1 AND l.token = $2 AND e.token = $2
+			AND e.released_at IS NULL AND e.expires_at > pg_catalog.clock_timestamp()
+		  FOR SHARE OF l;
+		got := FOUND;
+	EXCEPTION
+		WHEN lock_not_available THEN
+			IF pg_catalog.clock_timestamp() < until THEN
+				RAISE;
+			END IF;
+			got := false;
+	END;
+	PERFORM pg_catalog.set_config('lock_timeout', saved, true);
+	RETURN got;
 END
 $dlock$;
-REVOKE ALL ON FUNCTION @extschema@.dlock_sql_revoke_wait(pg_catalog.text, pg_catalog.int8) FROM PUBLIC;
-COMMENT ON FUNCTION @extschema@.dlock_sql_revoke_wait(pg_catalog.text, pg_catalog.int8) IS
-	'internal (dlock_sql_protect): wait for a revoke in progress that holds the lease row of name, and take the check protection if token still holds the lease then';
+REVOKE ALL ON FUNCTION @extschema@.dlock_sql_locked_wait(pg_catalog.text, pg_catalog.int8) FROM PUBLIC;
+COMMENT ON FUNCTION @extschema@.dlock_sql_locked_wait(pg_catalog.text, pg_catalog.int8) IS
+	'internal (dlock_sql_protect): wait, at most until the lease expires, for the transaction that holds the lease row of name locked while token holds the lease, and take the check protection if token still holds it then';
 
 -- The locks of a revoke, the hand-over's, bounded by deadline.  locked:
 -- false if the lease row's check protection outlasted deadline (nothing
