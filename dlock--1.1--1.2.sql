@@ -686,7 +686,10 @@ COMMENT ON FUNCTION @extschema@.dlock_renew(pg_catalog.text, pg_catalog.int8, pg
 	'extend the lease on name to now + ttl if token holds it unexpired; lock_delay (NULL: dlock.lock_delay) replaces the lease''s lock-delay';
 
 -- dlock_leases keeps its columns and adds three at the end.  available_at:
--- when the name can next be taken; NULL while it is held.
+-- when the name can next be taken; NULL while it is held.  The minimum
+-- hold holds after an expiry too (a renewal with a short ttl, or an owner
+-- renewal, lets the lease expire before acquired_at + min_hold: a10 F7;
+-- LeaseAvailableAt, src/lease.c).
 CREATE OR REPLACE VIEW @extschema@.dlock_leases AS
 	SELECT l.name,
 		   l.owner,
@@ -709,8 +712,9 @@ CREATE OR REPLACE VIEW @extschema@.dlock_leases AS
 				WHEN l.released_at IS NOT NULL
 				THEN GREATEST(l.released_at,
 							  l.acquired_at OPERATOR(pg_catalog.+) l.min_hold)
-				ELSE l.expires_at OPERATOR(pg_catalog.+)
-					 COALESCE(l.lock_delay, '0'::pg_catalog.interval)
+				ELSE GREATEST(l.expires_at OPERATOR(pg_catalog.+)
+							  COALESCE(l.lock_delay, '0'::pg_catalog.interval),
+							  l.acquired_at OPERATOR(pg_catalog.+) l.min_hold)
 		   END AS available_at
 	  FROM @extschema@.dlock_lease AS l;
 COMMENT ON COLUMN @extschema@.dlock_leases.min_hold IS
@@ -718,7 +722,7 @@ COMMENT ON COLUMN @extschema@.dlock_leases.min_hold IS
 COMMENT ON COLUMN @extschema@.dlock_leases.lock_delay IS
 	'lock-delay after an expiry without a release, fixed by the last acquire or renew; NULL: none';
 COMMENT ON COLUMN @extschema@.dlock_leases.available_at IS
-	'when the name can next be taken (minimum hold after an early release, lock-delay after an expiry); NULL while the lease is held';
+	'when the name can next be taken (minimum hold after an early release or expiry, lock-delay after an expiry); NULL while the lease is held';
 
 -- issue 27 item 4: dlock_revoke (src/revoke.c)
 -- An operator ends a lease: once every transaction holding its check
@@ -752,40 +756,6 @@ ALTER TABLE @extschema@.dlock_lease
 	ADD COLUMN pin_grace pg_catalog.interval;
 COMMENT ON COLUMN @extschema@.dlock_lease.pin_grace IS
 	'dlock.pin_grace in the holder''s session at its last acquire or renew: past expiry (or release) + pin_grace a waiting acquire ends transactions still holding the check protection; NULL: never';
-
--- issue 27 a10 F7: the minimum hold also after an expiry
--- A renewal with a short ttl (or an owner renewal) lets the lease expire
--- before acquired_at + min_hold; the name stays unavailable until then
--- (LeaseAvailableAt, src/lease.c): available_at says so.
-CREATE OR REPLACE VIEW @extschema@.dlock_leases AS
-	SELECT l.name,
-		   l.owner,
-		   CASE WHEN pg_catalog.pg_has_role(
-						 @extschema@.dlock_resolve_holder(l.role, l.role_oid, l.role_system_identifier),
-						 'USAGE')
-				THEN l.token END AS token,
-		   l.acquired_at,
-		   l.expires_at,
-		   (l.released_at IS NULL AND
-			l.expires_at OPERATOR(pg_catalog.>) pg_catalog.clock_timestamp()) AS held,
-		   pg_catalog.pg_get_userbyid(
-			   @extschema@.dlock_resolve_holder(l.role, l.role_oid, l.role_system_identifier)) AS role,
-		   l.released_at,
-		   l.min_hold,
-		   l.lock_delay,
-		   CASE WHEN l.released_at IS NULL AND
-					 l.expires_at OPERATOR(pg_catalog.>) pg_catalog.clock_timestamp()
-				THEN NULL
-				WHEN l.released_at IS NOT NULL
-				THEN GREATEST(l.released_at,
-							  l.acquired_at OPERATOR(pg_catalog.+) l.min_hold)
-				ELSE GREATEST(l.expires_at OPERATOR(pg_catalog.+)
-							  COALESCE(l.lock_delay, '0'::pg_catalog.interval),
-							  l.acquired_at OPERATOR(pg_catalog.+) l.min_hold)
-		   END AS available_at
-	  FROM @extschema@.dlock_lease AS l;
-COMMENT ON COLUMN @extschema@.dlock_leases.available_at IS
-	'when the name can next be taken (minimum hold after an early release or expiry, lock-delay after an expiry); NULL while the lease is held';
 
 -- issue 27 a10 F9: dlock_import(replace => true) keeps the counters of the
 -- rows it replaces in the totals, as dlock_cleanup does.
