@@ -6,7 +6,12 @@
 # directory but dlock's control file and scripts into DIR, laid out as the
 # original below their common prefix (the programs find their share and
 # lib directories relative to themselves), and sets ibin, ilib and ishare
-# to the copy's bin, lib and share directories.
+# to the copy's bin, lib and share directories; and
+#   start_copy_server WORK [INITDB OPTION ...]
+# which makes a cluster of the copy in WORK/data (socket in WORK/sock, set
+# as sock; PGUSER and PGPORT from the caller) and starts it: its status is
+# pg_ctl's.  A failed initdb is the caller's TAP test "initdb of the copy",
+# not ok, and ends the script (the caller defines not_ok and tap_done).
 
 copy_installation_without_dlock() {
 	local pg_config=$1 inst=$2 bindir pkglibdir sharedir prefix f
@@ -27,4 +32,20 @@ copy_installation_without_dlock() {
 	done
 	cp -a "$sharedir" "$ishare"
 	rm -f "$ishare"/extension/dlock.control "$ishare"/extension/dlock--*.sql
+}
+
+start_copy_server() {
+	local work=$1
+	shift
+	sock=$work/sock
+	mkdir -p "$sock"
+	"$ibin/initdb" -A trust -U "$PGUSER" "$@" "$work/data" >"$work/initdb.log" 2>&1 ||
+		{ not_ok "initdb of the copy" "$(tail -n 20 "$work/initdb.log")"; tap_done; exit 1; }
+	cat >>"$work/data/postgresql.conf" <<-EOF
+		listen_addresses = ''
+		unix_socket_directories = '$sock'
+		port = $PGPORT
+		fsync = off
+	EOF
+	"$ibin/pg_ctl" -D "$work/data" -l "$work/server.log" -w start >/dev/null 2>&1
 }

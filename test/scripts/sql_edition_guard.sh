@@ -157,17 +157,7 @@ cat >"$ishare/extension/unrelated.control" <<-'EOF'
 EOF
 echo 'CREATE FUNCTION unrelated() RETURNS int LANGUAGE sql AS $$SELECT 1$$;' \
 	>"$ishare/extension/unrelated--1.0.sql"
-sock=$work/sock
-mkdir -p "$sock"
-"$ibin/initdb" -A trust -U "$PGUSER" "$work/data" >"$work/initdb.log" 2>&1 ||
-	{ not_ok "initdb of the copy" "$(tail -n 20 "$work/initdb.log")"; tap_done; exit 1; }
-cat >>"$work/data/postgresql.conf" <<-EOF
-	listen_addresses = ''
-	unix_socket_directories = '$sock'
-	port = $PGPORT
-	fsync = off
-EOF
-if "$ibin/pg_ctl" -D "$work/data" -l "$work/server.log" -w start >/dev/null 2>&1; then
+if start_copy_server "$work"; then
 	server_started=1
 else
 	not_ok "the server without dlock's library starts" "$(tail -n 20 "$work/server.log")"

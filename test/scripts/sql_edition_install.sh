@@ -165,17 +165,7 @@ else
 	not_ok "a copy of the installation without dlock's library and control file, with dlock_sql's files"
 fi
 
-sock=$work/sock
-mkdir -p "$sock"
-"$ibin/initdb" -A trust -U "$PGUSER" -E UTF8 --locale=C.UTF-8 "$work/data" >"$work/initdb.log" 2>&1 ||
-	{ not_ok "initdb of the copy" "$(tail -n 20 "$work/initdb.log")"; tap_done; exit 1; }
-cat >>"$work/data/postgresql.conf" <<-EOF
-	listen_addresses = ''
-	unix_socket_directories = '$sock'
-	port = $PGPORT
-	fsync = off
-EOF
-if "$ibin/pg_ctl" -D "$work/data" -l "$work/server.log" -w start >/dev/null 2>&1; then
+if start_copy_server "$work" -E UTF8 --locale=C.UTF-8; then
 	server_started=1
 	ok "the server without dlock's library starts"
 else
