@@ -493,7 +493,7 @@ COMMENT ON COLUMN @extschema@.dlock_lease.lost IS 'leases of this name that expi
 COMMENT ON COLUMN @extschema@.dlock_lease.waits IS 'acquires that waited in the queue and got the lease (those that timed out: dlock_stats, shared memory)';
 COMMENT ON COLUMN @extschema@.dlock_lease.wait_time IS 'total seconds those acquires waited';
 COMMENT ON COLUMN @extschema@.dlock_lease.wait_time_max IS 'the longest of those waits, in seconds';
-COMMENT ON COLUMN @extschema@.dlock_lease.stats_reset IS 'when dlock_stats_reset last reset these counters; NULL if never';
+COMMENT ON COLUMN @extschema@.dlock_lease.stats_reset IS 'not written since dlock_stats_base holds the resets (dlock_stats shows them)';
 
 CREATE TABLE @extschema@.dlock_stats_retired (
 	one pg_catalog.bool PRIMARY KEY DEFAULT true CHECK (one),
@@ -537,26 +537,70 @@ LANGUAGE C VOLATILE PARALLEL SAFE;
 COMMENT ON FUNCTION @extschema@.dlock_stats_shared() IS
 	'the counters dlock keeps in shared memory for this database: one row per name and one with a NULL name for the total; no row unless the library is in shared_preload_libraries; counted_by_name false: the name''s counters may miss events (dlock.stats_max_names), or in the total, names without a row are unknown, not 0';
 
+-- issue 27 a12 finding 1: dlock_stats_reset writes no lease row.  It
+-- recorded the counters by zeroing them in the lease rows, under each
+-- name's state lock until its transaction ended, so that an open reset
+-- held back every renewal.  It now records each name's counters as they
+-- are in dlock_stats_base, which the views subtract, and touches no lease
+-- row (src/stats.c).  The longest wait is not a sum: a maximum that has
+-- not grown since the reset counts as 0.  dlock_cleanup and dlock_import
+-- delete the baselines of the rows they delete.
+CREATE TABLE @extschema@.dlock_stats_base (
+	name pg_catalog.text COLLATE pg_catalog."C" PRIMARY KEY,
+	acquisitions pg_catalog.int8 NOT NULL,
+	owner_renewals pg_catalog.int8 NOT NULL,
+	renewals pg_catalog.int8 NOT NULL,
+	releases pg_catalog.int8 NOT NULL,
+	takeovers pg_catalog.int8 NOT NULL,
+	lost pg_catalog.int8 NOT NULL,
+	waits pg_catalog.int8 NOT NULL,
+	wait_time pg_catalog.float8 NOT NULL,
+	wait_time_max pg_catalog.float8 NOT NULL,
+	stats_reset pg_catalog.timestamptz NOT NULL
+);
+SELECT pg_catalog.pg_extension_config_dump('@extschema@.dlock_stats_base', '');
+REVOKE ALL ON @extschema@.dlock_stats_base FROM PUBLIC;
+-- pg_dump by the database owner reads it, as every config table (1.1, issue 15).
+GRANT SELECT ON @extschema@.dlock_stats_base TO pg_database_owner;
+COMMENT ON TABLE @extschema@.dlock_stats_base IS
+	'the counters of each lease row at the last dlock_stats_reset of its name, which dlock_stats and dlock_stats_total subtract';
+COMMENT ON COLUMN @extschema@.dlock_stats_base.name IS 'the lock name';
+COMMENT ON COLUMN @extschema@.dlock_stats_base.acquisitions IS 'acquisitions at the reset';
+COMMENT ON COLUMN @extschema@.dlock_stats_base.owner_renewals IS 'owner_renewals at the reset';
+COMMENT ON COLUMN @extschema@.dlock_stats_base.renewals IS 'renewals at the reset';
+COMMENT ON COLUMN @extschema@.dlock_stats_base.releases IS 'releases at the reset';
+COMMENT ON COLUMN @extschema@.dlock_stats_base.takeovers IS 'takeovers at the reset';
+COMMENT ON COLUMN @extschema@.dlock_stats_base.lost IS 'lost at the reset';
+COMMENT ON COLUMN @extschema@.dlock_stats_base.waits IS 'waits at the reset';
+COMMENT ON COLUMN @extschema@.dlock_stats_base.wait_time IS 'wait_time at the reset';
+COMMENT ON COLUMN @extschema@.dlock_stats_base.wait_time_max IS 'wait_time_max at the reset (a maximum that has not grown since counts as 0)';
+COMMENT ON COLUMN @extschema@.dlock_stats_base.stats_reset IS 'when the name''s counters were reset';
+
 CREATE VIEW @extschema@.dlock_stats AS
 	WITH s AS (SELECT * FROM @extschema@.dlock_stats_shared()),
 		 t AS (SELECT pg_catalog.count(*) OPERATOR(pg_catalog.>) 0 AS shared,
 					  pg_catalog.bool_and(s.counted_by_name) AS all_named
 				 FROM s WHERE s.name IS NULL)
 	SELECT l.name,
-		   l.acquisitions,
-		   l.owner_renewals,
-		   l.renewals,
-		   l.releases,
-		   l.takeovers,
-		   l.lost,
+		   l.acquisitions OPERATOR(pg_catalog.-) coalesce(b.acquisitions, 0) AS acquisitions,
+		   l.owner_renewals OPERATOR(pg_catalog.-) coalesce(b.owner_renewals, 0) AS owner_renewals,
+		   l.renewals OPERATOR(pg_catalog.-) coalesce(b.renewals, 0) AS renewals,
+		   l.releases OPERATOR(pg_catalog.-) coalesce(b.releases, 0) AS releases,
+		   l.takeovers OPERATOR(pg_catalog.-) coalesce(b.takeovers, 0) AS takeovers,
+		   l.lost OPERATOR(pg_catalog.-) coalesce(b.lost, 0) AS lost,
 		   CASE WHEN k.known THEN coalesce(s.busy, 0) END AS busy,
-		   l.waits OPERATOR(pg_catalog.+) CASE WHEN k.known THEN coalesce(s.wait_timeouts, 0) ELSE 0 END AS waits,
-		   l.wait_time OPERATOR(pg_catalog.+) CASE WHEN k.known THEN coalesce(s.wait_timeout_time, 0) ELSE 0 END AS wait_time,
-		   greatest(l.wait_time_max, CASE WHEN k.known THEN s.wait_timeout_time_max END) AS wait_time_max,
+		   l.waits OPERATOR(pg_catalog.-) coalesce(b.waits, 0)
+			   OPERATOR(pg_catalog.+) CASE WHEN k.known THEN coalesce(s.wait_timeouts, 0) ELSE 0 END AS waits,
+		   l.wait_time OPERATOR(pg_catalog.-) coalesce(b.wait_time, 0)
+			   OPERATOR(pg_catalog.+) CASE WHEN k.known THEN coalesce(s.wait_timeout_time, 0) ELSE 0 END AS wait_time,
+		   greatest(CASE WHEN b.name IS NULL OR l.wait_time_max OPERATOR(pg_catalog.>) b.wait_time_max
+						 THEN l.wait_time_max ELSE 0 END,
+					CASE WHEN k.known THEN s.wait_timeout_time_max END) AS wait_time_max,
 		   CASE WHEN k.known THEN coalesce(s.wait_timeouts, 0) END AS wait_timeouts,
 		   CASE WHEN k.known THEN coalesce(s.fence_refusals, 0) END AS fence_refusals,
-		   l.stats_reset
+		   coalesce(b.stats_reset, l.stats_reset) AS stats_reset
 	  FROM @extschema@.dlock_lease AS l
+	  LEFT JOIN @extschema@.dlock_stats_base AS b ON b.name OPERATOR(pg_catalog.=) l.name
 	 CROSS JOIN t
 	  LEFT JOIN s ON s.name OPERATOR(pg_catalog.=) l.name
 	 -- a name's shared counters are known (a10 F10): counted, or no name of
@@ -566,6 +610,18 @@ GRANT SELECT ON @extschema@.dlock_stats TO PUBLIC;
 
 CREATE VIEW @extschema@.dlock_stats_total AS
 	WITH s AS (SELECT * FROM @extschema@.dlock_stats_shared() AS s WHERE s.name IS NULL),
+		 n AS (SELECT l.acquisitions OPERATOR(pg_catalog.-) coalesce(b.acquisitions, 0) AS acquisitions,
+					  l.owner_renewals OPERATOR(pg_catalog.-) coalesce(b.owner_renewals, 0) AS owner_renewals,
+					  l.renewals OPERATOR(pg_catalog.-) coalesce(b.renewals, 0) AS renewals,
+					  l.releases OPERATOR(pg_catalog.-) coalesce(b.releases, 0) AS releases,
+					  l.takeovers OPERATOR(pg_catalog.-) coalesce(b.takeovers, 0) AS takeovers,
+					  l.lost OPERATOR(pg_catalog.-) coalesce(b.lost, 0) AS lost,
+					  l.waits OPERATOR(pg_catalog.-) coalesce(b.waits, 0) AS waits,
+					  l.wait_time OPERATOR(pg_catalog.-) coalesce(b.wait_time, 0) AS wait_time,
+					  CASE WHEN b.name IS NULL OR l.wait_time_max OPERATOR(pg_catalog.>) b.wait_time_max
+						   THEN l.wait_time_max ELSE 0 END AS wait_time_max
+				 FROM @extschema@.dlock_lease AS l
+				 LEFT JOIN @extschema@.dlock_stats_base AS b ON b.name OPERATOR(pg_catalog.=) l.name),
 		 l AS (SELECT coalesce(pg_catalog.sum(acquisitions), 0)::pg_catalog.int8 AS acquisitions,
 					  coalesce(pg_catalog.sum(owner_renewals), 0)::pg_catalog.int8 AS owner_renewals,
 					  coalesce(pg_catalog.sum(renewals), 0)::pg_catalog.int8 AS renewals,
@@ -575,7 +631,7 @@ CREATE VIEW @extschema@.dlock_stats_total AS
 					  coalesce(pg_catalog.sum(waits), 0)::pg_catalog.int8 AS waits,
 					  coalesce(pg_catalog.sum(wait_time), 0) AS wait_time,
 					  coalesce(pg_catalog.max(wait_time_max), 0) AS wait_time_max
-				 FROM @extschema@.dlock_lease)
+				 FROM n)
 	SELECT l.acquisitions OPERATOR(pg_catalog.+) coalesce(r.acquisitions, 0) AS acquisitions,
 		   l.owner_renewals OPERATOR(pg_catalog.+) coalesce(r.owner_renewals, 0) AS owner_renewals,
 		   l.renewals OPERATOR(pg_catalog.+) coalesce(r.renewals, 0) AS renewals,
@@ -768,153 +824,6 @@ BEGIN
 	INSERT INTO @extschema@.dlock_stats_retired AS r
 		(acquisitions, owner_renewals, renewals, releases, takeovers, lost, waits,
 		 wait_time, wait_time_max)
-		SELECT pg_catalog.sum(l.acquisitions)::pg_catalog.int8,
-			   pg_catalog.sum(l.owner_renewals)::pg_catalog.int8,
-			   pg_catalog.sum(l.renewals)::pg_catalog.int8,
-			   pg_catalog.sum(l.releases)::pg_catalog.int8,
-			   pg_catalog.sum(l.takeovers)::pg_catalog.int8,
-			   (pg_catalog.sum(l.lost) OPERATOR(pg_catalog.+)
-				pg_catalog.count(*) FILTER (WHERE l.released_at IS NULL))::pg_catalog.int8,
-			   pg_catalog.sum(l.waits)::pg_catalog.int8,
-			   pg_catalog.sum(l.wait_time), pg_catalog.max(l.wait_time_max)
-		  FROM @extschema@.dlock_lease AS l
-	ON CONFLICT (one) DO UPDATE
-	   SET acquisitions = r.acquisitions OPERATOR(pg_catalog.+) EXCLUDED.acquisitions,
-		   owner_renewals = r.owner_renewals OPERATOR(pg_catalog.+) EXCLUDED.owner_renewals,
-		   renewals = r.renewals OPERATOR(pg_catalog.+) EXCLUDED.renewals,
-		   releases = r.releases OPERATOR(pg_catalog.+) EXCLUDED.releases,
-		   takeovers = r.takeovers OPERATOR(pg_catalog.+) EXCLUDED.takeovers,
-		   lost = r.lost OPERATOR(pg_catalog.+) EXCLUDED.lost,
-		   waits = r.waits OPERATOR(pg_catalog.+) EXCLUDED.waits,
-		   wait_time = r.wait_time OPERATOR(pg_catalog.+) EXCLUDED.wait_time,
-		   wait_time_max = greatest(r.wait_time_max, EXCLUDED.wait_time_max);
-END
-$dlock$;
-REVOKE ALL ON FUNCTION @extschema@.dlock_stats_retire_rows() FROM PUBLIC;
-COMMENT ON FUNCTION @extschema@.dlock_stats_retire_rows() IS
-	'internal (dlock_import): add the counters of every lease row to dlock_stats_retired, an expiry never released as lost, before the rows are deleted';
-
--- issue 27 a12 finding 1: dlock_stats_reset writes no lease row.  It
--- recorded the counters by zeroing them in the lease rows, under each
--- name's state lock until its transaction ended, so that an open reset
--- held back every renewal.  It now records each name's counters as they
--- are in dlock_stats_base, which the views subtract, and touches no lease
--- row (src/stats.c).  The longest wait is not a sum: a maximum that has
--- not grown since the reset counts as 0.  dlock_cleanup and dlock_import
--- delete the baselines of the rows they delete.
-CREATE TABLE @extschema@.dlock_stats_base (
-	name pg_catalog.text COLLATE pg_catalog."C" PRIMARY KEY,
-	acquisitions pg_catalog.int8 NOT NULL,
-	owner_renewals pg_catalog.int8 NOT NULL,
-	renewals pg_catalog.int8 NOT NULL,
-	releases pg_catalog.int8 NOT NULL,
-	takeovers pg_catalog.int8 NOT NULL,
-	lost pg_catalog.int8 NOT NULL,
-	waits pg_catalog.int8 NOT NULL,
-	wait_time pg_catalog.float8 NOT NULL,
-	wait_time_max pg_catalog.float8 NOT NULL,
-	stats_reset pg_catalog.timestamptz NOT NULL
-);
-SELECT pg_catalog.pg_extension_config_dump('@extschema@.dlock_stats_base', '');
-REVOKE ALL ON @extschema@.dlock_stats_base FROM PUBLIC;
--- pg_dump by the database owner reads it, as every config table (1.1, issue 15).
-GRANT SELECT ON @extschema@.dlock_stats_base TO pg_database_owner;
-COMMENT ON TABLE @extschema@.dlock_stats_base IS
-	'the counters of each lease row at the last dlock_stats_reset of its name, which dlock_stats and dlock_stats_total subtract';
-COMMENT ON COLUMN @extschema@.dlock_stats_base.name IS 'the lock name';
-COMMENT ON COLUMN @extschema@.dlock_stats_base.acquisitions IS 'acquisitions at the reset';
-COMMENT ON COLUMN @extschema@.dlock_stats_base.owner_renewals IS 'owner_renewals at the reset';
-COMMENT ON COLUMN @extschema@.dlock_stats_base.renewals IS 'renewals at the reset';
-COMMENT ON COLUMN @extschema@.dlock_stats_base.releases IS 'releases at the reset';
-COMMENT ON COLUMN @extschema@.dlock_stats_base.takeovers IS 'takeovers at the reset';
-COMMENT ON COLUMN @extschema@.dlock_stats_base.lost IS 'lost at the reset';
-COMMENT ON COLUMN @extschema@.dlock_stats_base.waits IS 'waits at the reset';
-COMMENT ON COLUMN @extschema@.dlock_stats_base.wait_time IS 'wait_time at the reset';
-COMMENT ON COLUMN @extschema@.dlock_stats_base.wait_time_max IS 'wait_time_max at the reset (a maximum that has not grown since counts as 0)';
-COMMENT ON COLUMN @extschema@.dlock_stats_base.stats_reset IS 'when the name''s counters were reset';
-COMMENT ON COLUMN @extschema@.dlock_lease.stats_reset IS 'not written since dlock_stats_base holds the resets (dlock_stats shows them)';
-
-CREATE OR REPLACE VIEW @extschema@.dlock_stats AS
-	WITH s AS (SELECT * FROM @extschema@.dlock_stats_shared()),
-		 t AS (SELECT pg_catalog.count(*) OPERATOR(pg_catalog.>) 0 AS shared,
-					  pg_catalog.bool_and(s.counted_by_name) AS all_named
-				 FROM s WHERE s.name IS NULL)
-	SELECT l.name,
-		   l.acquisitions OPERATOR(pg_catalog.-) coalesce(b.acquisitions, 0) AS acquisitions,
-		   l.owner_renewals OPERATOR(pg_catalog.-) coalesce(b.owner_renewals, 0) AS owner_renewals,
-		   l.renewals OPERATOR(pg_catalog.-) coalesce(b.renewals, 0) AS renewals,
-		   l.releases OPERATOR(pg_catalog.-) coalesce(b.releases, 0) AS releases,
-		   l.takeovers OPERATOR(pg_catalog.-) coalesce(b.takeovers, 0) AS takeovers,
-		   l.lost OPERATOR(pg_catalog.-) coalesce(b.lost, 0) AS lost,
-		   CASE WHEN k.known THEN coalesce(s.busy, 0) END AS busy,
-		   l.waits OPERATOR(pg_catalog.-) coalesce(b.waits, 0)
-			   OPERATOR(pg_catalog.+) CASE WHEN k.known THEN coalesce(s.wait_timeouts, 0) ELSE 0 END AS waits,
-		   l.wait_time OPERATOR(pg_catalog.-) coalesce(b.wait_time, 0)
-			   OPERATOR(pg_catalog.+) CASE WHEN k.known THEN coalesce(s.wait_timeout_time, 0) ELSE 0 END AS wait_time,
-		   greatest(CASE WHEN b.name IS NULL OR l.wait_time_max OPERATOR(pg_catalog.>) b.wait_time_max
-						 THEN l.wait_time_max ELSE 0 END,
-					CASE WHEN k.known THEN s.wait_timeout_time_max END) AS wait_time_max,
-		   CASE WHEN k.known THEN coalesce(s.wait_timeouts, 0) END AS wait_timeouts,
-		   CASE WHEN k.known THEN coalesce(s.fence_refusals, 0) END AS fence_refusals,
-		   coalesce(b.stats_reset, l.stats_reset) AS stats_reset
-	  FROM @extschema@.dlock_lease AS l
-	  LEFT JOIN @extschema@.dlock_stats_base AS b ON b.name OPERATOR(pg_catalog.=) l.name
-	 CROSS JOIN t
-	  LEFT JOIN s ON s.name OPERATOR(pg_catalog.=) l.name
-	 -- a name's shared counters are known (a10 F10): counted, or no name of
-	 -- the database missed (a name without a row has none then)
-	 CROSS JOIN LATERAL (SELECT t.shared AND coalesce(s.counted_by_name, t.all_named) AS known) AS k;
-
-CREATE OR REPLACE VIEW @extschema@.dlock_stats_total AS
-	WITH s AS (SELECT * FROM @extschema@.dlock_stats_shared() AS s WHERE s.name IS NULL),
-		 n AS (SELECT l.acquisitions OPERATOR(pg_catalog.-) coalesce(b.acquisitions, 0) AS acquisitions,
-					  l.owner_renewals OPERATOR(pg_catalog.-) coalesce(b.owner_renewals, 0) AS owner_renewals,
-					  l.renewals OPERATOR(pg_catalog.-) coalesce(b.renewals, 0) AS renewals,
-					  l.releases OPERATOR(pg_catalog.-) coalesce(b.releases, 0) AS releases,
-					  l.takeovers OPERATOR(pg_catalog.-) coalesce(b.takeovers, 0) AS takeovers,
-					  l.lost OPERATOR(pg_catalog.-) coalesce(b.lost, 0) AS lost,
-					  l.waits OPERATOR(pg_catalog.-) coalesce(b.waits, 0) AS waits,
-					  l.wait_time OPERATOR(pg_catalog.-) coalesce(b.wait_time, 0) AS wait_time,
-					  CASE WHEN b.name IS NULL OR l.wait_time_max OPERATOR(pg_catalog.>) b.wait_time_max
-						   THEN l.wait_time_max ELSE 0 END AS wait_time_max
-				 FROM @extschema@.dlock_lease AS l
-				 LEFT JOIN @extschema@.dlock_stats_base AS b ON b.name OPERATOR(pg_catalog.=) l.name),
-		 l AS (SELECT coalesce(pg_catalog.sum(acquisitions), 0)::pg_catalog.int8 AS acquisitions,
-					  coalesce(pg_catalog.sum(owner_renewals), 0)::pg_catalog.int8 AS owner_renewals,
-					  coalesce(pg_catalog.sum(renewals), 0)::pg_catalog.int8 AS renewals,
-					  coalesce(pg_catalog.sum(releases), 0)::pg_catalog.int8 AS releases,
-					  coalesce(pg_catalog.sum(takeovers), 0)::pg_catalog.int8 AS takeovers,
-					  coalesce(pg_catalog.sum(lost), 0)::pg_catalog.int8 AS lost,
-					  coalesce(pg_catalog.sum(waits), 0)::pg_catalog.int8 AS waits,
-					  coalesce(pg_catalog.sum(wait_time), 0) AS wait_time,
-					  coalesce(pg_catalog.max(wait_time_max), 0) AS wait_time_max
-				 FROM n)
-	SELECT l.acquisitions OPERATOR(pg_catalog.+) coalesce(r.acquisitions, 0) AS acquisitions,
-		   l.owner_renewals OPERATOR(pg_catalog.+) coalesce(r.owner_renewals, 0) AS owner_renewals,
-		   l.renewals OPERATOR(pg_catalog.+) coalesce(r.renewals, 0) AS renewals,
-		   l.releases OPERATOR(pg_catalog.+) coalesce(r.releases, 0) AS releases,
-		   l.takeovers OPERATOR(pg_catalog.+) coalesce(r.takeovers, 0) AS takeovers,
-		   l.lost OPERATOR(pg_catalog.+) coalesce(r.lost, 0) AS lost,
-		   s.busy,
-		   l.waits OPERATOR(pg_catalog.+) coalesce(r.waits, 0) OPERATOR(pg_catalog.+) coalesce(s.wait_timeouts, 0) AS waits,
-		   l.wait_time OPERATOR(pg_catalog.+) coalesce(r.wait_time, 0) OPERATOR(pg_catalog.+) coalesce(s.wait_timeout_time, 0) AS wait_time,
-		   greatest(l.wait_time_max, r.wait_time_max, s.wait_timeout_time_max) AS wait_time_max,
-		   s.wait_timeouts,
-		   s.fence_refusals,
-		   r.stats_reset
-	  FROM l
-	  LEFT JOIN @extschema@.dlock_stats_retired AS r ON true
-	  LEFT JOIN s ON true;
-
-CREATE OR REPLACE FUNCTION @extschema@.dlock_stats_retire_rows()
-RETURNS void
-LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
-AS $dlock$
-BEGIN
-	LOCK TABLE @extschema@.dlock_stats_retired IN EXCLUSIVE MODE;
-	INSERT INTO @extschema@.dlock_stats_retired AS r
-		(acquisitions, owner_renewals, renewals, releases, takeovers, lost, waits,
-		 wait_time, wait_time_max)
 		SELECT pg_catalog.sum(l.acquisitions OPERATOR(pg_catalog.-) coalesce(b.acquisitions, 0))::pg_catalog.int8,
 			   pg_catalog.sum(l.owner_renewals OPERATOR(pg_catalog.-) coalesce(b.owner_renewals, 0))::pg_catalog.int8,
 			   pg_catalog.sum(l.renewals OPERATOR(pg_catalog.-) coalesce(b.renewals, 0))::pg_catalog.int8,
@@ -942,5 +851,6 @@ BEGIN
 	DELETE FROM @extschema@.dlock_stats_base;
 END
 $dlock$;
+REVOKE ALL ON FUNCTION @extschema@.dlock_stats_retire_rows() FROM PUBLIC;
 COMMENT ON FUNCTION @extschema@.dlock_stats_retire_rows() IS
 	'internal (dlock_import): add the counters of every lease row, less its baseline, to dlock_stats_retired, an expiry never released as lost, and delete the baselines, before the rows are deleted';
