@@ -20,6 +20,8 @@
 #                 PGUSER: a superuser) instead of making a scratch cluster;
 #                 it needs autovacuum off for the XID counts of
 #                 sql_subxacts.spec to be exact
+#   DLOCK_KEEP=1  keep the scratch directory of a passing run (a failing run
+#                 always keeps it, with its server stopped)
 #
 # What it does: makes the roles dlock_owner (owns the database, not a
 # superuser: what a managed service's admin role has), alice and bob; revokes
@@ -122,7 +124,12 @@ if [ -n "${last:-}" ]; then
 		$tests || status=1
 fi
 if [ $status = 0 ]; then
-	[ -n "${DLOCK_SQL_EXISTING:-}" ] && rm -rf "$out"
+	# A passing run leaves nothing behind (DLOCK_KEEP=1 keeps it).
+	if [ -z "${DLOCK_SQL_EXISTING:-}" ]; then
+		as_pg "$bindir/pg_ctl" -D "$out/data" -m immediate stop >/dev/null 2>&1 || true
+		trap - EXIT
+	fi
+	[ -n "${DLOCK_KEEP:-}" ] || rm -rf "$out"
 	echo "sql_edition: all passed"
 else
 	echo "sql_edition: failures; see $out/*/regression.diffs" >&2
