@@ -277,36 +277,87 @@ COMMENT ON FUNCTION @extschema@.dlock_sql_stats_reset_at(pg_catalog.text, pg_cat
 --     pinner that renewed the lease in its transaction wrote dlock_expiry
 --     and not dlock_lease, and counts: a11 finding 10), or the live FOR
 --     SHARE members of its MultiXact.
--- A transaction is live when it holds the lock on its own ID (pg_locks,
--- transactionid, ExclusiveLock).  A row's xmax does not say whether it is a
--- MultiXact: dlock_sql_xmax_kind says what it can be, and a row whose
--- xmax can be either has no locker listed.
+-- A locker is told by the lock on its transaction ID (pg_locks,
+-- transactionid, ExclusiveLock), which its backend holds until the
+-- transaction ends, but a subtransaction's only until the subtransaction
+-- ends: a check in a savepoint since released, or in a PL/pgSQL block with
+-- an EXCEPTION clause, leaves a row locked by an XID whose lock nobody
+-- holds (xact.c, CommitSubTransaction, releases it: XactLockTableWait
+-- waits for the parent instead, which SQL cannot ask for).  Such an XID,
+-- still in progress, is taken for the one backend that can be its
+-- top-level transaction: the only one holding a row-level lock on the table
+-- and an XID older than it; where several can, nobody (a13 finding 1).  A
+-- row's xmax does not say whether it is a MultiXact: both readings are
+-- made, and where both find a live locker, nobody counts (a13 finding 2;
+-- dlock_sql_lockers).
 
--- What the xmax x of a row of rel can be (a11 finding 2): SQL cannot read
--- the tuple's infomask, which says whether x is a transaction ID or a
--- MultiXact ID.  'xid' when x can only be a transaction ID (not a
--- MultiXact of rel: below rel's relminmxid or not yet made), 'multi' when
--- it can only be a MultiXact (a transaction ID older than rel's
--- relfrozenxid, which no row of rel keeps), 'ambiguous' when it can be
--- either (the MultiXact counter has reached the transaction IDs in use:
--- then nobody is taken for its locker), 'none' for no locker.
-CREATE FUNCTION @extschema@.dlock_sql_xmax_kind(x pg_catalog.xid, rel pg_catalog.regclass)
-RETURNS pg_catalog.text
-LANGUAGE sql STABLE PARALLEL SAFE
+-- Whether the transaction ID y (of a row lock: assigned, not frozen) is in
+-- progress, a subtransaction's too: pg_xact_status with y's epoch, which
+-- y shares with the next XID or precedes it by one.
+CREATE FUNCTION @extschema@.dlock_sql_xid_running(y pg_catalog.xid)
+RETURNS pg_catalog.bool
+LANGUAGE plpgsql VOLATILE PARALLEL SAFE
 AS $dlock$
-SELECT CASE WHEN x::pg_catalog.text OPERATOR(pg_catalog.=) '0' THEN 'none'
-			WHEN k.m AND k.t THEN 'ambiguous' WHEN k.m THEN 'multi' WHEN k.t THEN 'xid' ELSE 'none' END
-  FROM (SELECT pg_catalog.mxid_age(x) OPERATOR(pg_catalog.>) 0
-			   AND pg_catalog.mxid_age(x) OPERATOR(pg_catalog.<=) pg_catalog.mxid_age(c.relminmxid) AS m,
-			   x::pg_catalog.text::pg_catalog.int8 OPERATOR(pg_catalog.>=) 3
-			   AND (x::pg_catalog.text::pg_catalog.int8 OPERATOR(pg_catalog.-) c.relfrozenxid::pg_catalog.text::pg_catalog.int8
-					OPERATOR(pg_catalog.+) 4294967296) OPERATOR(pg_catalog.%) 4294967296
-				   OPERATOR(pg_catalog.<) 2147483648 AS t
-		  FROM pg_catalog.pg_class AS c WHERE c.oid OPERATOR(pg_catalog.=) rel) AS k
+DECLARE
+	nxt pg_catalog.int8 := pg_catalog.pg_snapshot_xmax(pg_catalog.pg_current_snapshot())::pg_catalog.text::pg_catalog.int8;
+	back pg_catalog.int8 := (nxt % 4294967296 - y::pg_catalog.text::pg_catalog.int8 + 4294967296) % 4294967296;
+BEGIN
+	IF y::pg_catalog.text::pg_catalog.int8 < 3 THEN
+		RETURN false;
+	END IF;
+	-- An XID assigned after the snapshot is ahead of nxt, by less than 2^31.
+	RETURN pg_catalog.pg_xact_status((CASE WHEN back > 2147483648 THEN nxt + 4294967296 - back ELSE nxt - back END)
+									 ::pg_catalog.text::pg_catalog.xid8) = 'in progress';
+EXCEPTION
+	WHEN OTHERS THEN
+		-- In the future, or before the epoch: no transaction of a locked row.
+		RETURN false;
+END
 $dlock$;
-REVOKE ALL ON FUNCTION @extschema@.dlock_sql_xmax_kind(pg_catalog.xid, pg_catalog.regclass) FROM PUBLIC;
-COMMENT ON FUNCTION @extschema@.dlock_sql_xmax_kind(pg_catalog.xid, pg_catalog.regclass) IS
-	'internal (dlock_waiters, dlock_revoke, bounded pinning): whether the xmax x of a row of rel is a transaction ID, a MultiXact ID, either (ambiguous) or none';
+REVOKE ALL ON FUNCTION @extschema@.dlock_sql_xid_running(pg_catalog.xid) FROM PUBLIC;
+COMMENT ON FUNCTION @extschema@.dlock_sql_xid_running(pg_catalog.xid) IS
+	'internal (dlock_waiters, dlock_revoke, bounded pinning): whether the transaction ID y, a subtransaction''s too, is in progress';
+
+-- The backend whose transaction has the XID y and holds a row-level lock
+-- on rel (in this database): the holder of y's lock, or, for an XID in
+-- progress whose lock nobody holds (a subtransaction that ended into its
+-- parent), the only backend that holds a row-level lock on rel and an XID
+-- older than y (a subtransaction's XID is newer than its parent's); NULL
+-- where there is none, or several.
+CREATE FUNCTION @extschema@.dlock_sql_xid_backend(y pg_catalog.xid, rel pg_catalog.regclass)
+RETURNS pg_catalog.int4
+LANGUAGE plpgsql VOLATILE PARALLEL SAFE
+AS $dlock$
+DECLARE
+	db pg_catalog.oid := (SELECT d.oid FROM pg_catalog.pg_database AS d WHERE d.datname = pg_catalog.current_database());
+	holder pg_catalog.int4;
+	found pg_catalog.bool;
+BEGIN
+	SELECT l.pid, true INTO holder, found FROM pg_catalog.pg_locks AS l
+	 WHERE l.locktype = 'transactionid' AND l.mode = 'ExclusiveLock' AND l.granted AND l.transactionid = y
+	 LIMIT 1;
+	IF found THEN
+		-- A prepared transaction's has no pid.
+		RETURN (SELECT holder WHERE EXISTS (
+			SELECT FROM pg_catalog.pg_locks AS r
+			 WHERE r.pid = holder AND r.locktype = 'relation' AND r.mode = 'RowShareLock' AND r.granted
+			   AND r.relation = rel AND r.database = db));
+	END IF;
+	IF NOT @extschema@.dlock_sql_xid_running(y) THEN
+		RETURN NULL;
+	END IF;
+	RETURN (SELECT CASE WHEN pg_catalog.count(DISTINCT r.pid) = 1 THEN pg_catalog.min(r.pid) END
+			  FROM pg_catalog.pg_locks AS r
+			 WHERE r.locktype = 'relation' AND r.mode = 'RowShareLock' AND r.granted
+			   AND r.relation = rel AND r.database = db
+			   AND EXISTS (SELECT FROM pg_catalog.pg_locks AS t
+							WHERE t.pid = r.pid AND t.locktype = 'transactionid' AND t.mode = 'ExclusiveLock'
+							  AND t.granted AND pg_catalog.age(t.transactionid) > pg_catalog.age(y)));
+END
+$dlock$;
+REVOKE ALL ON FUNCTION @extschema@.dlock_sql_xid_backend(pg_catalog.xid, pg_catalog.regclass) FROM PUBLIC;
+COMMENT ON FUNCTION @extschema@.dlock_sql_xid_backend(pg_catalog.xid, pg_catalog.regclass) IS
+	'internal (dlock_sql_lockers): the backend whose transaction has the XID y, a subtransaction''s too, and holds a row-level lock on rel; NULL for none or where several can';
 
 -- The members of MultiXact x, or none where x is not one.
 CREATE FUNCTION @extschema@.dlock_sql_multi_members(x pg_catalog.xid)
@@ -326,6 +377,48 @@ $dlock$;
 COMMENT ON FUNCTION @extschema@.dlock_sql_multi_members(pg_catalog.xid) IS
 	'internal (dlock_waiters): the members of the MultiXact x, none if x is not one';
 
+-- The live lockers of a row of rel whose xmax is x, with their lock mode
+-- where x is a MultiXact (NULL where it is one XID): x read both as one
+-- XID and as a MultiXact (SQL cannot read the tuple's infomask, which
+-- says which it is), each XID mapped to its backend by
+-- dlock_sql_xid_backend.  A reading that does not apply finds nobody (an
+-- XID that is not in progress, a number that is not a MultiXact in use, or
+-- a MultiXact whose members have ended); where both find somebody, the
+-- number is a MultiXact and an XID in progress at once, and nobody is
+-- returned (a11 finding 2: a backend whose XID has the MultiXact's number
+-- would be taken for a locker).  Before, a number was ambiguous as soon as
+-- the MultiXact counter passed rel's relfrozenxid (a13 finding 2).
+CREATE FUNCTION @extschema@.dlock_sql_lockers(x pg_catalog.xid, rel pg_catalog.regclass)
+RETURNS TABLE (pid pg_catalog.int4, mode pg_catalog.text)
+LANGUAGE plpgsql VOLATILE PARALLEL SAFE
+AS $dlock$
+DECLARE
+	one pg_catalog.int4;
+	many pg_catalog.int4[];
+	modes pg_catalog.text[];
+BEGIN
+	IF x IS NULL OR x::pg_catalog.text = '0' THEN
+		RETURN;
+	END IF;
+	one := @extschema@.dlock_sql_xid_backend(x, rel);
+	SELECT pg_catalog.array_agg(b.pid), pg_catalog.array_agg(b.mode) INTO many, modes
+	  FROM (SELECT @extschema@.dlock_sql_xid_backend(m.xid, rel) AS pid, m.mode
+			  FROM @extschema@.dlock_sql_multi_members(x) AS m) AS b
+	 WHERE b.pid IS NOT NULL;
+	IF one IS NOT NULL AND many IS NOT NULL THEN
+		RETURN;
+	END IF;
+	IF one IS NOT NULL THEN
+		RETURN QUERY SELECT one, NULL::pg_catalog.text;
+	ELSIF many IS NOT NULL THEN
+		RETURN QUERY SELECT u.p, u.m FROM ROWS FROM (pg_catalog.unnest(many), pg_catalog.unnest(modes)) AS u(p, m);
+	END IF;
+END
+$dlock$;
+REVOKE ALL ON FUNCTION @extschema@.dlock_sql_lockers(pg_catalog.xid, pg_catalog.regclass) FROM PUBLIC;
+COMMENT ON FUNCTION @extschema@.dlock_sql_lockers(pg_catalog.xid, pg_catalog.regclass) IS
+	'internal (dlock_waiters, dlock_revoke, bounded pinning): the backends that hold a row lock on a row of rel whose xmax is x, with the MultiXact member''s mode; none where x reads as both an XID and a MultiXact in use';
+
 -- The rows of dlock_waiters, as the C edition's function of that name
 -- gives them (head: the holder of the queue row's lock; since: when the
 -- wait for the tuple lock began, NULL for the head and the next in line;
@@ -342,10 +435,6 @@ AS $dlock$
 		SELECT l.locktype, l.database, l.relation, l.page, l.tuple, l.transactionid,
 			   l.pid, l.mode, l.granted, l.waitstart
 		  FROM pg_catalog.pg_locks AS l
-	), live AS MATERIALIZED (
-		SELECT l.transactionid AS xid, l.pid FROM lk AS l
-		 WHERE l.locktype OPERATOR(pg_catalog.=) 'transactionid' AND l.mode OPERATOR(pg_catalog.=) 'ExclusiveLock'
-		   AND l.granted AND l.pid IS NOT NULL
 	), renewers AS MATERIALIZED (
 		-- Those that wrote dlock_expiry, and not dlock_lease, in this database.
 		SELECT l.pid FROM lk AS l
@@ -357,24 +446,17 @@ AS $dlock$
 		   AND NOT pg_catalog.bool_or(l.relation OPERATOR(pg_catalog.=) '@extschema@.dlock_lease'::pg_catalog.regclass)
 	), lease AS MATERIALIZED (
 		SELECT l.name, l.xmax AS lx, e.xmax AS ex, e.expires_at,
-			   @extschema@.dlock_sql_xmax_kind(l.xmax, '@extschema@.dlock_lease'::pg_catalog.regclass) AS kind,
 			   (e.released_at IS NULL AND e.expires_at OPERATOR(pg_catalog.>) pg_catalog.clock_timestamp()) AS held
 		  FROM @extschema@.dlock_lease AS l
 		  JOIN @extschema@.dlock_expiry AS e ON e.name OPERATOR(pg_catalog.=) l.name
 	), queued AS (
 		-- The head: the locker of the queue row, while it waits.
 		SELECT q.name, h.pid, 0 AS rank, NULL::pg_catalog.timestamptz AS waitstart
-		  FROM (SELECT x.name, x.xmax,
-					   @extschema@.dlock_sql_xmax_kind(x.xmax, '@extschema@.dlock_sql_queue'::pg_catalog.regclass) AS kind
-				  FROM @extschema@.dlock_sql_queue AS x) AS q
+		  FROM @extschema@.dlock_sql_queue AS q
 		 CROSS JOIN LATERAL (
-			SELECT v.pid FROM live AS v
-			 WHERE q.kind OPERATOR(pg_catalog.=) 'xid' AND v.xid OPERATOR(pg_catalog.=) q.xmax
-			UNION
-			SELECT v.pid
-			  FROM @extschema@.dlock_sql_multi_members(CASE WHEN q.kind OPERATOR(pg_catalog.=) 'multi' THEN q.xmax END) AS m
-			  JOIN live AS v ON v.xid OPERATOR(pg_catalog.=) m.xid
-			 WHERE m.mode OPERATOR(pg_catalog.=) 'upd') AS h
+			SELECT DISTINCT v.pid
+			  FROM @extschema@.dlock_sql_lockers(q.xmax, '@extschema@.dlock_sql_queue'::pg_catalog.regclass) AS v
+			 WHERE v.mode IS NULL OR v.mode OPERATOR(pg_catalog.=) 'upd') AS h
 		 WHERE (EXISTS (SELECT FROM lease AS s WHERE s.name OPERATOR(pg_catalog.=) q.name AND s.held)
 				OR EXISTS (SELECT FROM lk AS b WHERE b.pid OPERATOR(pg_catalog.=) h.pid AND NOT b.granted))
 		UNION ALL
@@ -393,14 +475,11 @@ AS $dlock$
 		SELECT s.name, p.pid
 		  FROM lease AS s
 		 CROSS JOIN LATERAL (
-			SELECT v.pid FROM live AS v
-			 WHERE s.kind OPERATOR(pg_catalog.=) 'xid' AND v.xid OPERATOR(pg_catalog.=) s.lx
-			   AND (s.lx OPERATOR(pg_catalog.<>) s.ex OR v.pid IN (SELECT r.pid FROM renewers AS r))
-			UNION
-			SELECT v.pid
-			  FROM @extschema@.dlock_sql_multi_members(CASE WHEN s.kind OPERATOR(pg_catalog.=) 'multi' THEN s.lx END) AS m
-			  JOIN live AS v ON v.xid OPERATOR(pg_catalog.=) m.xid
-			 WHERE m.mode OPERATOR(pg_catalog.=) 'sh') AS p
+			SELECT DISTINCT v.pid
+			  FROM @extschema@.dlock_sql_lockers(s.lx, '@extschema@.dlock_lease'::pg_catalog.regclass) AS v
+			 WHERE (v.mode IS NULL
+					AND (s.lx OPERATOR(pg_catalog.<>) s.ex OR v.pid IN (SELECT r.pid FROM renewers AS r)))
+				OR v.mode OPERATOR(pg_catalog.=) 'sh') AS p
 		 WHERE NOT s.held
 	)
 	SELECT x.name, 'waiting'::pg_catalog.text, x.pid, x.rank OPERATOR(pg_catalog.=) 0, x.waitstart,

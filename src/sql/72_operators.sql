@@ -113,45 +113,56 @@ COMMENT ON FUNCTION @extschema@.dlock_sql_acquire_hold(pg_catalog.text, pg_catal
 	'internal: the work of dlock_acquire with an owner, a minimum hold or a lock-delay (which then makes the commit durable)';
 
 -- The backends whose transaction holds a row lock on the lease row of
--- name (the check protection; also a hand-over in progress), this one
--- excepted.  SQL cannot read the tuple's infomask, so it cannot tell a
--- row's xmax that is one locker's XID from one that is a MultiXact of
--- several: dlock_sql_xmax_kind says which it can be, and where it can be
--- both, nobody counts (a11 finding 2: a backend whose XID has the number
--- of the MultiXact would be ended).  A backend counts only if it holds a
--- row-level lock on dlock_lease (RowShareLock, which FOR SHARE and FOR
--- UPDATE take) and an XID (its own or a subtransaction's) that is the
--- xmax, or a member of the MultiXact.  docs/editions.md, "Revoke and
--- pinning".
+-- name (the check protection; also a hand-over or a revoke in progress),
+-- this one excepted: the lockers of its xmax (dlock_sql_lockers, 70_stats.sql:
+-- an XID or a MultiXact, read both ways; a subtransaction's XID mapped to
+-- its backend), each holding a row-level lock on dlock_lease
+-- (RowShareLock, which FOR SHARE and FOR UPDATE take).  docs/editions.md,
+-- "Revoke, minimum hold, lock-delay and pinning".
 CREATE FUNCTION @extschema@.dlock_sql_pinners(name pg_catalog.text)
 RETURNS pg_catalog.int4[]
 LANGUAGE sql VOLATILE PARALLEL UNSAFE
 AS $dlock$
-WITH lease AS (
-	SELECT l.xmax AS x, @extschema@.dlock_sql_xmax_kind(l.xmax, '@extschema@.dlock_lease'::pg_catalog.regclass) AS kind
-	  FROM @extschema@.dlock_lease AS l WHERE l.name OPERATOR(pg_catalog.=) $1
-), xids AS (
-	SELECT x.pid, x.transactionid
-	  FROM pg_catalog.pg_locks AS x
-	  JOIN pg_catalog.pg_locks AS r ON r.pid OPERATOR(pg_catalog.=) x.pid
-	 WHERE x.locktype OPERATOR(pg_catalog.=) 'transactionid' AND x.mode OPERATOR(pg_catalog.=) 'ExclusiveLock'
-	   AND x.granted AND x.pid OPERATOR(pg_catalog.<>) pg_catalog.pg_backend_pid()
-	   AND r.locktype OPERATOR(pg_catalog.=) 'relation' AND r.mode OPERATOR(pg_catalog.=) 'RowShareLock'
-	   AND r.granted AND r.relation OPERATOR(pg_catalog.=) '@extschema@.dlock_lease'::pg_catalog.regclass
-	   AND r.database OPERATOR(pg_catalog.=) (SELECT d.oid FROM pg_catalog.pg_database AS d
-											  WHERE d.datname OPERATOR(pg_catalog.=) pg_catalog.current_database())
-), lockers AS (
-	SELECT lease.x AS xid FROM lease WHERE lease.kind OPERATOR(pg_catalog.=) 'xid'
-	UNION ALL
-	SELECT m.xid FROM lease,
-		   LATERAL pg_catalog.pg_get_multixact_members(CASE WHEN lease.kind OPERATOR(pg_catalog.=) 'multi' THEN lease.x END) AS m
-)
-SELECT coalesce(pg_catalog.array_agg(DISTINCT xids.pid ORDER BY xids.pid), '{}')
-  FROM xids JOIN lockers ON lockers.xid OPERATOR(pg_catalog.=) xids.transactionid
+SELECT coalesce(pg_catalog.array_agg(DISTINCT k.pid ORDER BY k.pid), '{}')
+  FROM @extschema@.dlock_lease AS l
+ CROSS JOIN LATERAL @extschema@.dlock_sql_lockers(l.xmax, '@extschema@.dlock_lease'::pg_catalog.regclass) AS k
+ WHERE l.name OPERATOR(pg_catalog.=) $1 AND k.pid OPERATOR(pg_catalog.<>) pg_catalog.pg_backend_pid()
 $dlock$;
 REVOKE ALL ON FUNCTION @extschema@.dlock_sql_pinners(pg_catalog.text) FROM PUBLIC;
 COMMENT ON FUNCTION @extschema@.dlock_sql_pinners(pg_catalog.text) IS
 	'internal: the backends (other than this one) whose transaction holds a row lock on the lease row of name';
+
+-- Whether another transaction holds the lease row of name in a mode that
+-- excludes a share lock: a revoke that is ending the lease (from its lock
+-- to its commit), a hand-over taking it, a cleanup deleting it.  Such a
+-- transaction holds no check protection to end, and while it holds the
+-- row nobody else does (a check's share lock waits for it): bounded
+-- pinning and a forced revoke then end nobody (a13 findings 3 and 4).
+-- Asked by trying the check's own lock (FOR SHARE NOWAIT) in a
+-- subtransaction that is rolled back at once: a share lock is granted
+-- beside share lockers without waiting (heapam.c, heap_lock_tuple), and
+-- only the tables' owner can take a stronger one, so no other role can
+-- pass for a revoke.  A row updated since a REPEATABLE READ snapshot (40001)
+-- counts as held: it is being changed.
+CREATE FUNCTION @extschema@.dlock_sql_ending(name pg_catalog.text)
+RETURNS pg_catalog.bool
+LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
+AS $dlock$
+BEGIN
+	BEGIN
+		PERFORM FROM @extschema@.dlock_lease AS l WHERE l.name = $1 FOR SHARE NOWAIT;
+		RAISE EXCEPTION 'given back' USING ERRCODE = 'DLKBY';
+	EXCEPTION
+		WHEN lock_not_available OR serialization_failure THEN
+			RETURN true;
+		WHEN SQLSTATE 'DLKBY' THEN
+			RETURN false;
+	END;
+END
+$dlock$;
+REVOKE ALL ON FUNCTION @extschema@.dlock_sql_ending(pg_catalog.text) FROM PUBLIC;
+COMMENT ON FUNCTION @extschema@.dlock_sql_ending(pg_catalog.text) IS
+	'internal (dlock_revoke, bounded pinning): whether another transaction holds the lease row of name in a mode that excludes the check protection (a revoke ending the lease, a hand-over, a cleanup)';
 
 -- End the transactions of pids (issue 27 item 7's rules): cancel a running
 -- statement; terminate a session idle in its transaction (which ignores a
@@ -226,60 +237,6 @@ $dlock$;
 REVOKE ALL ON FUNCTION @extschema@.dlock_sql_revoke_write(pg_catalog.text) FROM PUBLIC;
 COMMENT ON FUNCTION @extschema@.dlock_sql_revoke_write(pg_catalog.text) IS
 	'internal (dlock_revoke): mark the lease of name released and write a new version of its lease row';
-
--- Revokers mark themselves with a lock on the one row of this table (FOR
--- KEY SHARE, which revokers share and nothing else takes), for as long as
--- their transaction may hold the lease row: a waiter past a pin grace
--- (dlock_sql_pinned) must not take one for a pinner.  Locking a row takes
--- the UPDATE privilege, which only the tables' owner has, so no other role
--- can pass for a revoker (a relation lock, which PREPARE takes without it,
--- would not do).
-CREATE TABLE @extschema@.dlock_sql_revoking (
-	one			pg_catalog.bool NOT NULL DEFAULT true,
-	CONSTRAINT dlock_sql_revoking_pkey PRIMARY KEY (one),
-	CONSTRAINT dlock_sql_revoking_one CHECK (one)
-);
-INSERT INTO @extschema@.dlock_sql_revoking DEFAULT VALUES;
-REVOKE ALL ON TABLE @extschema@.dlock_sql_revoking FROM PUBLIC;
-COMMENT ON TABLE @extschema@.dlock_sql_revoking IS
-	'dlock (SQL edition): the one row that every dlock_revoke locks (FOR KEY SHARE) until its transaction ends, so that bounded pinning never ends a revoking session';
-COMMENT ON COLUMN @extschema@.dlock_sql_revoking.one IS 'always true: the table has one row';
-
--- The backends (other than this one) in a revoke: those that hold the
--- marker row of dlock_sql_revoking (an XID of theirs is its xmax or a
--- member of its MultiXact) and a row-level lock on the table.  Where the
--- xmax can be either (dlock_sql_xmax_kind), both readings count: a
--- revoker is never taken for a pinner, at worst a pinner for a revoker
--- (which the waiter then waits for, up to its wait).
-CREATE FUNCTION @extschema@.dlock_sql_revokers()
-RETURNS pg_catalog.int4[]
-LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
-AS $dlock$
-DECLARE
-	cand pg_catalog.int4[];
-	m record;
-BEGIN
-	SELECT pg_catalog.array_agg(r.pid) INTO cand FROM pg_catalog.pg_locks AS r
-	 WHERE r.locktype = 'relation' AND r.mode = 'RowShareLock' AND r.granted
-	   AND r.relation = '@extschema@.dlock_sql_revoking'::pg_catalog.regclass
-	   AND r.database = (SELECT d.oid FROM pg_catalog.pg_database AS d WHERE d.datname = pg_catalog.current_database())
-	   AND r.pid <> pg_catalog.pg_backend_pid();
-	IF cand IS NULL THEN
-		RETURN '{}';
-	END IF;
-	SELECT x.xmax, @extschema@.dlock_sql_xmax_kind(x.xmax, '@extschema@.dlock_sql_revoking'::pg_catalog.regclass) AS kind
-	  INTO m FROM @extschema@.dlock_sql_revoking AS x;
-	RETURN (SELECT coalesce(pg_catalog.array_agg(DISTINCT t.pid ORDER BY t.pid), '{}')
-			  FROM pg_catalog.pg_locks AS t
-			 WHERE t.locktype = 'transactionid' AND t.mode = 'ExclusiveLock' AND t.granted AND t.pid = ANY (cand)
-			   AND ((m.kind IN ('xid', 'ambiguous') AND t.transactionid = m.xmax)
-					OR (m.kind IN ('multi', 'ambiguous')
-						AND t.transactionid IN (SELECT mm.xid FROM @extschema@.dlock_sql_multi_members(m.xmax) AS mm))));
-END
-$dlock$;
-REVOKE ALL ON FUNCTION @extschema@.dlock_sql_revokers() FROM PUBLIC;
-COMMENT ON FUNCTION @extschema@.dlock_sql_revokers() IS
-	'internal (bounded pinning): the backends (other than this one) whose transaction is in a dlock_revoke';
 
 -- A check (dlock_sql_protect) whose lock on the lease row of name was
 -- skipped (SKIP LOCKED: another transaction holds the row FOR UPDATE, or
@@ -423,8 +380,11 @@ COMMENT ON FUNCTION @extschema@.dlock_sql_revoke_lock(pg_catalog.text, pg_catalo
 -- is over (a cancel or, idle in transaction, a terminate; then a
 -- terminate; each round gets the wait again, at least a second); then,
 -- under the hand-over's locks, mark the lease released, without its
--- minimum hold and lock-delay.  Marked as a revoker (dlock_sql_revoking)
--- until its transaction ends.
+-- minimum hold and lock-delay.  With force, only transactions that hold
+-- the check protection are ended: none while another transaction holds the
+-- lease row to end or take it (a revoke writing, a hand-over:
+-- dlock_sql_ending), none once token no longer holds the name (a13
+-- finding 4, as the C edition's revoke.c).
 CREATE FUNCTION @extschema@.dlock_revoke(
 	name pg_catalog.text,
 	token pg_catalog.int8 DEFAULT NULL,
@@ -441,6 +401,7 @@ DECLARE
 	deadline pg_catalog.timestamptz;
 	pins pg_catalog.int4[];
 	rounds pg_catalog.int4 := 0;
+	ending pg_catalog.bool;
 	r record;
 BEGIN
 	PERFORM @extschema@.dlock_sql_check_name($1);
@@ -453,28 +414,35 @@ BEGIN
 	deadline := pg_catalog.clock_timestamp() + $3;
 	waited_for := '{}';
 	ended := '{}';
-	-- A token that does not hold the name now: nothing to revoke, and no
-	-- lock that would make the holder's checks skip its row meanwhile
-	-- (the token is read again under the lock below).
-	IF $2 IS NOT NULL AND NOT EXISTS (SELECT FROM @extschema@.dlock_lease AS x
-									   WHERE x.name = $1 AND x.token = $2) THEN
-		RETURN;
-	END IF;
-	PERFORM FROM @extschema@.dlock_sql_revoking FOR KEY SHARE;
 	LOOP
+		-- A token that does not hold the name now: nothing to revoke, and
+		-- no lock that would make the holder's checks skip its row
+		-- meanwhile (the token is read again under the lock below); after
+		-- a wait, nobody to end (the name has another holder).
+		IF $2 IS NOT NULL AND NOT EXISTS (SELECT FROM @extschema@.dlock_lease AS x
+										   WHERE x.name = $1 AND x.token = $2) THEN
+			RETURN;
+		END IF;
 		pins := @extschema@.dlock_sql_pinners($1);
 		waited_for := ARRAY(SELECT DISTINCT p FROM pg_catalog.unnest(waited_for || pins) AS p ORDER BY p);
 		r := @extschema@.dlock_sql_revoke_lock($1, $2, deadline);
 		EXIT WHEN r.locked;
-		pins := @extschema@.dlock_sql_pinners($1);
+		IF $2 IS NOT NULL AND NOT EXISTS (SELECT FROM @extschema@.dlock_lease AS x
+										   WHERE x.name = $1 AND x.token = $2) THEN
+			RETURN;
+		END IF;
+		ending := @extschema@.dlock_sql_ending($1);
+		pins := CASE WHEN ending THEN '{}' ELSE @extschema@.dlock_sql_pinners($1) END;
 		IF NOT $4 OR rounds >= 2 THEN
 			-- The C edition's words (revoke.c); with force, which the C
 			-- edition never gives up, the processes left.
 			RAISE EXCEPTION 'could not revoke lease "%"', $1
 				USING ERRCODE = '55P03',
-					  DETAIL = CASE WHEN pins = '{}' THEN 'No session could be told to hold it: the lease row''s lock may be recorded as a number that is both a transaction ID and a MultiXact ID in use.'
+					  DETAIL = CASE WHEN ending THEN 'A transaction that changes the lease (an acquire or a revoke in progress) is still open; force ends only the transactions that hold its check protection.'
+									WHEN pins = '{}' THEN 'No session could be told to hold it: the lease row''s lock is recorded as a number that is both a transaction ID and a MultiXact ID in use, or as a subtransaction''s that one of several sessions may have made.'
 									ELSE 'Other transactions still hold its check protection after the wait.' END,
-					  HINT = CASE WHEN $4 THEN pg_catalog.format('Processes %s could not be ended: the tables'' owner may not signal them, or they did not end in time.', pins)
+					  HINT = CASE WHEN ending THEN 'Revoke again once that transaction has ended.'
+								  WHEN $4 THEN pg_catalog.format('Processes %s could not be ended: the tables'' owner may not signal them, or they did not end in time.', pins)
 								  ELSE 'Wait longer, or pass force => true to end them.' END;
 		END IF;
 		ended := ARRAY(SELECT DISTINCT p FROM pg_catalog.unnest(ended ||
@@ -511,9 +479,16 @@ COMMENT ON TRIGGER dlock_sql_durable_revoke ON @extschema@.dlock_lease IS
 -- while a transaction holds its check protection (the head then polls
 -- instead of waiting in the row lock, so that it can act), and past the
 -- lease's expiry or release plus the grace, end those transactions (the
--- rules of dlock_sql_end_pinners; at most every 100 ms).  Without a pin
+-- rules of dlock_sql_end_pinners; at most every 100 ms), but none while a
+-- transaction holds the row to end or take the lease (dlock_sql_ending: a
+-- revoke, which reads in the row as a pinner would).  Without a pin
 -- grace, false: the hand-over waits in the row lock as in 1.1.  The lock
 -- taken here (FOR UPDATE) is the hand-over's own, in its exception block.
+-- When it last signalled is kept in the transaction's setting
+-- dlock_sql.pin_signalled, which any caller can set: it is trusted only
+-- with the name and the XID of the head's lock on the name's queue row,
+-- taken in this call (a13 finding 5), so a value set before the call is
+-- ignored: the first signal is a cancel.
 CREATE FUNCTION @extschema@.dlock_sql_pinned(name pg_catalog.text)
 RETURNS pg_catalog.bool
 LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
@@ -521,7 +496,9 @@ AS $dlock$
 DECLARE
 	e record;
 	pins pg_catalog.int4[];
+	mine pg_catalog.text;
 	last pg_catalog.text;
+	at pg_catalog.timestamptz;
 BEGIN
 	SELECT x.pin_grace, coalesce(x.released_at, x.expires_at) + x.pin_grace AS pin_at INTO e
 	  FROM @extschema@.dlock_expiry AS x WHERE x.name = $1;
@@ -532,18 +509,24 @@ BEGIN
 	IF FOUND OR NOT EXISTS (SELECT FROM @extschema@.dlock_lease AS l WHERE l.name = $1) THEN
 		RETURN false;
 	END IF;
+	IF pg_catalog.clock_timestamp() < e.pin_at OR @extschema@.dlock_sql_ending($1) THEN
+		RETURN true;
+	END IF;
+	-- The key: the name and the head's lock on its queue row (held for the
+	-- whole wait, by an XID assigned in this call).
+	mine := pg_catalog.format('%s %s ', (SELECT q.xmax FROM @extschema@.dlock_sql_queue AS q WHERE q.name = $1),
+							  pg_catalog.md5($1));
 	last := pg_catalog.current_setting('dlock_sql.pin_signalled', true);
-	IF pg_catalog.clock_timestamp() >= e.pin_at
-	   AND (coalesce(last, '') = '' OR pg_catalog.clock_timestamp() >= last::pg_catalog.timestamptz + '100 ms'::pg_catalog.interval) THEN
-		-- Never a revoke in progress, whose lock on the lease row reads as a
-		-- pinner's (dlock_sql_revokers).
-		pins := ARRAY(SELECT p FROM pg_catalog.unnest(@extschema@.dlock_sql_pinners($1)) AS p
-					  WHERE p <> ALL (@extschema@.dlock_sql_revokers()));
+	IF pg_catalog.left(last, pg_catalog.length(mine)) = mine THEN
+		at := pg_catalog.substr(last, pg_catalog.length(mine) + 1)::pg_catalog.timestamptz;
+	END IF;
+	IF at IS NULL OR pg_catalog.clock_timestamp() >= at + '100 ms'::pg_catalog.interval THEN
+		pins := @extschema@.dlock_sql_pinners($1);
 		IF pins <> '{}' THEN
 			-- A cancel first, then a terminate (a session's state may be
 			-- unreadable to the tables' owner, as with revoke).
-			PERFORM @extschema@.dlock_sql_end_pinners($1, pins, coalesce(last, '') <> '');
-			PERFORM pg_catalog.set_config('dlock_sql.pin_signalled', pg_catalog.clock_timestamp()::pg_catalog.text, true);
+			PERFORM @extschema@.dlock_sql_end_pinners($1, pins, at IS NOT NULL);
+			PERFORM pg_catalog.set_config('dlock_sql.pin_signalled', mine || pg_catalog.clock_timestamp()::pg_catalog.text, true);
 		END IF;
 	END IF;
 	RETURN true;

@@ -5,7 +5,8 @@
 # never ends a revoking session (issue 27).  A revoke holds the lease row
 # from its write until its transaction ends, which reads in the row's xmax
 # as a pinner's lock; a waiter past the lease's pin grace must not end it
-# (dlock_sql_revokers), and takes the lease once the revoke commits, while
+# (dlock_sql_ending: the revoke holds the row more strongly than a check
+# does), and takes the lease once the revoke commits, while
 # a real pinner of another lease is still ended.  The revoking session is
 # the tables' owner's (isolationtester's sessions are a superuser's, which
 # bounded pinning never ends); the owner is made a member of

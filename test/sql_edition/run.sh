@@ -7,8 +7,9 @@
 #   PG_CONFIG=/path/to/pg_config test/sql_edition/run.sh [regress] [isolation] [tokens] [operators]
 #
 # With no suite named, regress, isolation and operators run.  operators is
-# revoke_force.sh and revoke_pinning.sh (dlock_revoke ending sessions, and
-# bounded pinning never ending a revoker; a few seconds each) and, after
+# revoke_force.sh, revoke_pinning.sh and revoke_pinners.sh (dlock_revoke
+# ending sessions, bounded pinning never ending a revoker, and who counts
+# as a pinner; a few seconds each) and, after
 # every other suite named, the specs of last/ (sql_pinners_ambiguous: it
 # leaves the MultiXact counter where no later test could use it).  tokens is
 # token_unique.sh (a minute; the scratch cluster then runs under
@@ -110,6 +111,7 @@ for suite in "${suites[@]}"; do
 	operators)
 		PATH=$bindir:$PATH bash "$here/revoke_force.sh" || status=1
 		PATH=$bindir:$PATH bash "$here/revoke_pinning.sh" || status=1
+		PATH=$bindir:$PATH bash "$here/revoke_pinners.sh" || status=1
 		last=1 ;;
 	*) echo "run.sh: unknown suite $suite (regress, isolation, tokens, operators)" >&2; exit 2 ;;
 	esac
