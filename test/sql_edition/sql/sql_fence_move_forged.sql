@@ -62,6 +62,9 @@ INSERT INTO fl SELECT 2, 2, 'OTHER', :t1 FROM pg_temp.forge(:t1, :o1, 'OTHER', '
 BEGIN;
 SELECT dlock_assert('FM', :t2);
 UPDATE fm SET id = id WHERE id = 1 \; INSERT INTO fm VALUES (3, 2, :t1);
+-- The same, the pending move forgotten by a later call of the trigger and
+-- brought back by ROLLBACK TO SAVEPOINT (which restores the setting).
+UPDATE fm SET id = id WHERE id = 1 \; SAVEPOINT s \; UPDATE fm SET id = id WHERE id = 2 \; ROLLBACK TO s \; INSERT INTO fm VALUES (4, 2, :t1);
 COMMIT;
 SELECT tableoid::regclass AS part, id, token = :t1 AS t1, token = :o1 AS o1, token = :t2 AS t2
   FROM fm ORDER BY id;
