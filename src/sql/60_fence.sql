@@ -59,11 +59,12 @@
 -- the writer, so the writer's role can do whatever it does, call a
 -- SECURITY DEFINER function that records the move included, and PL/pgSQL
 -- cannot read the old row once its DELETE is done.  So the INSERT half
--- trusts nothing of the move but the writer, whom it checks again: the
--- new row's token passes if it is that writer's, a token below it (the
--- old token a move left alone, where the C edition keeps it, or a forged
--- one, never issued for the lock) is replaced by it, a token above it is
--- refused.  Any other call of the trigger in between forgets the move.
+-- trusts nothing of the move but the writer, whom it checks again (as the
+-- UPDATE did: vouched for by the current user too, unless it is the token
+-- declared for the lock): the new row's token passes if it is that
+-- writer's, a token below it (the old token a move left alone, where the
+-- C edition keeps it, or a forged one, never issued for the lock) is
+-- replaced by it, a token above it is refused.  Any other call of the trigger in between forgets the move.
 -- PL/pgSQL sees neither the row's TID nor the command id: the move is the
 -- statement's (statement_timestamp() and pg_trigger_depth()), the current
 -- user's, and the row is recognised by its contents (md5 of its text
@@ -438,8 +439,12 @@ BEGIN
 		-- (the old token a move left alone, or a forged one never issued
 		-- for the lock) is replaced by the writer's; a token above it,
 		-- where no token was ever issued, is refused below.
+		-- The UPDATE's writer was declared, or carried in its row and
+		-- vouched for by the current user (the same user) too: so is it
+		-- here, unless it is the declared one.
 		IF tok OPERATOR(pg_catalog.<=) w THEN
-			PERFORM @extschema@.dlock_sql_fence_check(lock, w, NULL, false);
+			PERFORM @extschema@.dlock_sql_fence_check(lock, w, NULL,
+				@extschema@.dlock_sql_declared(lock) IS DISTINCT FROM w);
 			RETURN CASE WHEN tok OPERATOR(pg_catalog.<) w THEN w END;
 		END IF;
 	END IF;

@@ -70,6 +70,27 @@ SELECT tableoid::regclass AS part, id, token = :t1 AS t1, token = :o1 AS o1, tok
   FROM fm ORDER BY id;
 SELECT tableoid::regclass AS part, id, lock, token = :t1 AS t1, token = :o1 AS o1
   FROM fl ORDER BY id;
+-- Another role's SECURITY DEFINER function, called by the holder, forges
+-- a move to write the holder's token, which it does not carry for any
+-- UPDATE and which was not declared: vouched for by the current user too,
+-- as any carried token (42501).
+RESET ROLE;
+CREATE FUNCTION public.fm_intrude(w bigint) RETURNS void
+  LANGUAGE plpgsql SECURITY DEFINER SET search_path = dlock, public AS $$
+  BEGIN
+    PERFORM set_config('dlock_sql.fence_move', array_to_string(ARRAY[
+      'insert', statement_timestamp()::text, '1', current_user::text,
+      'fm1'::regclass::oid::text, md5('x'), 'FM', 'FM', w::text,
+      w::text, w::text], chr(1)), true);
+    INSERT INTO fm VALUES (5, 2, w);
+  END $$;
+ALTER FUNCTION public.fm_intrude(bigint) OWNER TO bob;
+GRANT ALL ON fm, fm1, fm2 TO bob;
+SET ROLE alice;
+\set VERBOSITY sqlstate
+SELECT public.fm_intrude(:t2);
+\set VERBOSITY default
+SELECT count(*) AS intruded FROM fm WHERE id = 5;
 -- Real moves pass; one that leaves the token alone writes the token of
 -- the writer the UPDATE checked, the one declared for the lock (the C
 -- edition keeps the old one).  A row joined twice moves once.
@@ -86,3 +107,4 @@ SELECT dlock_release('FM', :t2);
 SELECT dlock_release('OTHER', :o1);
 RESET ROLE;
 DROP TABLE fm, fl;
+DROP FUNCTION public.fm_intrude(bigint);
