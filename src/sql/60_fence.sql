@@ -41,8 +41,8 @@
 -- below) are never trusted: every writer's token is checked again by
 -- dlock_sql_protect, so a forged value can make the fence refuse, or take a
 -- token that holds the lease for a write that would have needed a
--- declaration, but never let a stale token through, nor write a token
--- that is not the writer's into a row that did not carry it.
+-- declaration, but never let a stale token through, nor give a row a
+-- token that is neither its own nor its writer's.
 --
 -- Partition moves.  An UPDATE that moves a row to another partition fires
 -- BEFORE UPDATE on the source partition, then BEFORE DELETE (no NEW row)
@@ -64,15 +64,16 @@
 -- declared for the lock): the new row's token passes if it is that
 -- writer's, a token below it (the old token a move left alone, where the
 -- C edition keeps it, or a forged one, never issued for the lock) is
--- replaced by it, a token above it is refused.  Any other call of the trigger in between forgets the move.
--- PL/pgSQL sees neither the row's TID nor the command id: the move is the
--- statement's (statement_timestamp() and pg_trigger_depth()), the current
--- user's, and the row is recognised by its contents (md5 of its text
--- form).  The statements of one query string share statement_timestamp():
--- a move left pending by an UPDATE that kept its row where it was may
--- serve the next statement's DELETE of a row with the same contents, or
--- INSERT of a row with the same lock, by the same user; the writer is
--- checked again all the same, and is the token such an INSERT writes.
+-- replaced by it, a token above it is refused.  Any other call of the
+-- trigger in between forgets the move.  PL/pgSQL sees neither the row's
+-- TID nor the command id: the move is the statement's
+-- (statement_timestamp() and pg_trigger_depth()), the current user's, and
+-- the row is recognised by its contents (md5 of its text form).  The
+-- statements of one query string share statement_timestamp(): a move left
+-- pending by an UPDATE that kept its row where it was may serve the next
+-- statement's DELETE of a row with the same contents, or INSERT of a row
+-- with the same lock and token, by the same user; the writer is checked
+-- again all the same, and is the token such an INSERT writes.
 
 -- The trigger's configuration, checked on every call (the C edition's
 -- FenceCheckFiring, FenceConfigure, FenceColumn): how it fires, its
