@@ -41,26 +41,39 @@
 -- below) are never trusted: every writer's token is checked again by
 -- dlock_sql_protect, so a forged value can make the fence refuse, or take a
 -- token that holds the lease for a write that would have needed a
--- declaration, but never let a stale token through.
+-- declaration, but never let a stale token through, nor give a row a
+-- token that is neither its own nor its writer's.
 --
 -- Partition moves.  An UPDATE that moves a row to another partition fires
 -- BEFORE UPDATE on the source partition, then BEFORE DELETE (no NEW row)
--- there, then BEFORE INSERT on the target.  The UPDATE is checked in full
--- and leaves the move behind in the transaction-local setting
--- dlock_sql.fence_move; the DELETE of that row, then the INSERT of a row of
--- the new lock and token into a partition of the same tree, pass for the
--- writer the UPDATE checked (checked again), if the moved row's token is
--- not above that writer's (the setting can be forged by the writer's
--- role: a row's token above the current one would be one never issued,
--- and would refuse every later holder).  Any other call of the trigger
--- in between forgets the move.  PL/pgSQL sees neither the row's TID nor the
--- command id: the move is the statement's (statement_timestamp() and
--- pg_trigger_depth()), the current user's, and the row is recognised by
--- its contents (md5 of its text form).  The statements of one query string
--- share statement_timestamp(): a move left pending by an UPDATE that kept
--- its row where it was may serve the next statement's DELETE of a row with
--- the same contents, or INSERT of a row with the same lock and token, by
--- the same user; the writer is checked again all the same.
+-- there, then BEFORE INSERT on the target (nodeModifyTable.c: ExecUpdate's
+-- BEFORE UPDATE triggers, then ExecUpdateAct finds the partition
+-- constraint broken and ExecCrossPartitionUpdate runs ExecDelete, whose
+-- BEFORE DELETE triggers fire, then ExecInsert through the root).  The
+-- UPDATE is checked in full and leaves the move behind in the
+-- transaction-local setting dlock_sql.fence_move; the DELETE of that row,
+-- then the INSERT of a row of the new lock and token into a partition of
+-- the same tree, pass for the writer the UPDATE checked (checked again).
+-- The setting can be forged by the writer's role, and so could anything
+-- else the trigger leaves behind for its next call: the trigger runs as
+-- the writer, so the writer's role can do whatever it does, call a
+-- SECURITY DEFINER function that records the move included, and PL/pgSQL
+-- cannot read the old row once its DELETE is done.  So the INSERT half
+-- trusts nothing of the move but the writer, whom it checks again (as the
+-- UPDATE did: vouched for by the current user too, unless it is the token
+-- declared for the lock): the new row's token passes if it is that
+-- writer's, a token below it (the old token a move left alone, where the
+-- C edition keeps it, or a forged one, never issued for the lock) is
+-- replaced by it, a token above it is refused.  Any other call of the
+-- trigger in between forgets the move.  PL/pgSQL sees neither the row's
+-- TID nor the command id: the move is the statement's
+-- (statement_timestamp() and pg_trigger_depth()), the current user's, and
+-- the row is recognised by its contents (md5 of its text form).  The
+-- statements of one query string share statement_timestamp(): a move left
+-- pending by an UPDATE that kept its row where it was may serve the next
+-- statement's DELETE of a row with the same contents, or INSERT of a row
+-- with the same lock and token, by the same user; the writer is checked
+-- again all the same, and is the token such an INSERT writes.
 
 -- The trigger's configuration, checked on every call (the C edition's
 -- FenceCheckFiring, FenceConfigure, FenceColumn): how it fires, its
@@ -406,7 +419,8 @@ COMMENT ON FUNCTION @extschema@.dlock_sql_fence_move_lock(pg_catalog.text, pg_ca
 
 -- BEFORE INSERT (FenceInsert): the writer's token is the row's, or for a
 -- NULL token the declared one (returned, to be filled in), or for the
--- INSERT half of a partition move the one its UPDATE checked.
+-- INSERT half of a partition move the one its UPDATE checked, which is
+-- returned, to be filled in, where the moved row's token is below it.
 CREATE FUNCTION @extschema@.dlock_sql_fence_insert(lock pg_catalog.text, tok pg_catalog.int8,
 	relid pg_catalog.oid, relname pg_catalog.name, token_column pg_catalog.text, is_partition pg_catalog.bool)
 RETURNS pg_catalog.int8
@@ -420,13 +434,19 @@ BEGIN
 	   AND tok::pg_catalog.text OPERATOR(pg_catalog.=) move[9] AND lock OPERATOR(pg_catalog.=) move[8] COLLATE pg_catalog."C"
 	   AND pg_catalog.pg_partition_root(relid) OPERATOR(pg_catalog.=) pg_catalog.pg_partition_root(move[5]::pg_catalog.oid) THEN
 		w := move[11]::pg_catalog.int8;
-		-- The pending move is a setting the writer's role can forge: the
-		-- moved row's token passes only if it is the writer's, which must
-		-- hold the lease, or below it (the token a move left alone; tokens
-		-- only rise), never above it, where no token was ever issued.
+		-- The pending move is a setting the writer's role can forge, so
+		-- the moved row's token is never trusted: it passes only if it is
+		-- the writer's, which must hold the lease, and a token below it
+		-- (the old token a move left alone, or a forged one never issued
+		-- for the lock) is replaced by the writer's; a token above it,
+		-- where no token was ever issued, is refused below.
+		-- The UPDATE's writer was declared, or carried in its row and
+		-- vouched for by the current user (the same user) too: so is it
+		-- here, unless it is the declared one.
 		IF tok OPERATOR(pg_catalog.<=) w THEN
-			PERFORM @extschema@.dlock_sql_fence_check(lock, w, NULL, false);
-			RETURN NULL;
+			PERFORM @extschema@.dlock_sql_fence_check(lock, w, NULL,
+				@extschema@.dlock_sql_declared(lock) IS DISTINCT FROM w);
+			RETURN CASE WHEN tok OPERATOR(pg_catalog.<) w THEN w END;
 		END IF;
 	END IF;
 	IF tok IS NOT NULL THEN
@@ -439,7 +459,7 @@ BEGIN
 END
 $dlock$;
 COMMENT ON FUNCTION @extschema@.dlock_sql_fence_insert(pg_catalog.text, pg_catalog.int8, pg_catalog.oid, pg_catalog.name, pg_catalog.text, pg_catalog.bool) IS
-	'internal (dlock_fence): check the writer of an INSERT of a fenced row; the declared token to fill in for a NULL one';
+	'internal (dlock_fence): check the writer of an INSERT of a fenced row; the token to fill in: the declared one for a NULL token, the writer''s for the INSERT half of a partition move whose token is below it';
 
 -- BEFORE DELETE (FenceDelete): the old row's lock against the declared
 -- token, or for the DELETE half of a partition move against the token its

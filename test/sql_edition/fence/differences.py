@@ -83,6 +83,47 @@ EXPECTED = {
          "ERROR:  cannot assign transaction IDs during a parallel operation\n"
          "\\echo :LAST_ERROR_SQLSTATE\n"
          "25000\n"),
+        # A partition move that leaves the token alone: its INSERT half
+        # writes the token of the writer its UPDATE checked (the declared
+        # one), where the C edition keeps the row's older token; the row
+        # then carries t3, so the next move, which writes t3 again, leaves
+        # the token unchanged and needs a declaration.
+        ("SELECT tableoid::regclass, day, token = :t2 AS old_token_kept FROM ev;\n"
+         " tableoid | day | old_token_kept \n"
+         "----------+-----+----------------\n"
+         " ev_a     |   2 | t\n"
+         "(1 row)\n"
+         "\n"
+         "-- A move that writes the writer's new token needs no declaration.\n"
+         "UPDATE ev SET day = 13, token = :t3;\n"
+         "SELECT tableoid::regclass, day, token = :t3 AS new_token FROM ev;\n"
+         " tableoid | day | new_token \n"
+         "----------+-----+-----------\n"
+         " ev_b     |  13 | t\n",
+         "SELECT tableoid::regclass, day, token = :t2 AS old_token_kept FROM ev;\n"
+         " tableoid | day | old_token_kept \n"
+         "----------+-----+----------------\n"
+         " ev_a     |   2 | f\n"
+         "(1 row)\n"
+         "\n"
+         "-- A move that writes the writer's new token needs no declaration.\n"
+         "UPDATE ev SET day = 13, token = :t3;\n"
+         "ERROR:  write to relation \"ev_a\" has no fencing token for lock \"job\"\n"
+         "DETAIL:  The UPDATE leaves column \"token\" unchanged, and this transaction has declared no token for the lock.\n"
+         "HINT:  Call dlock_assert(lock, token) earlier in the transaction to declare the token it writes with.\n"
+         "SELECT tableoid::regclass, day, token = :t3 AS new_token FROM ev;\n"
+         " tableoid | day | new_token \n"
+         "----------+-----+-----------\n"
+         " ev_a     |   2 | t\n"),
+        # The same under a trigger created the 1.0 way.
+        ("SELECT tableoid::regclass, day, token = :t3 AS old_token_kept FROM ev10;\n"
+         " tableoid | day | old_token_kept \n"
+         "----------+-----+----------------\n"
+         " ev10_b   |  11 | t\n",
+         "SELECT tableoid::regclass, day, token = :t3 AS old_token_kept FROM ev10;\n"
+         " tableoid | day | old_token_kept \n"
+         "----------+-----+----------------\n"
+         " ev10_b   |  11 | f\n"),
     ],
     "fence_roles": [
         # Delegation: a dlock_assert inside a SECURITY DEFINER function
@@ -150,6 +191,20 @@ def expected(name, major):
         rules.append(PARALLEL_14)
     return rules
 
+
+# Isolation specs, per spec: (C edition's text, SQL edition's text).
+ISOLATION_EXPECTED = {
+    "fence_partitions": [
+        # The holder's move that leaves the token alone (order E, the one
+        # that commits): the moved row gets the token of the writer the
+        # UPDATE checked, h's declared one, where the C edition keeps h0's
+        # (fence_declare above).
+        ("-------+-+-----\n"
+         "ev ev_b|1|h0   \n",
+         "-------+-+-----\n"
+         "ev ev_b|1|h    \n"),
+    ],
+}
 
 # Isolation specs: a check, an assert or a fenced write made while another
 # session's hand-over of the expired lease is still uncommitted (n_begin;
