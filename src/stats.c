@@ -475,7 +475,7 @@ StatsEvictionOrder(const void *a, const void *b)
  * evicted name's counters become unknown, as those of a name that did not
  * fit: its database's total records the miss.  A database at its share
  * scans nothing.  The lock is held in exclusive mode; false if no room was
- * made.
+ * made (also when the memory to sort the candidates is lacking).
  */
 static bool
 StatsEvictLocked(StatsEntry *mine)
@@ -501,7 +501,11 @@ StatsEvictLocked(StatsEntry *mine)
 			largest = e;
 	if (largest == NULL || largest->names <= share)
 		return false;
-	victims = palloc(largest->names * sizeof(StatsEntry *));
+	/* No error here: a reset's commit callback may be the caller. */
+	victims = palloc_extended(largest->names * sizeof(StatsEntry *),
+							  MCXT_ALLOC_NO_OOM);
+	if (victims == NULL)
+		return false;
 	hash_seq_init(&seq, stats_hash);
 	while ((e = hash_seq_search(&seq)) != NULL)
 		if (!e->key.total && e->key.dbid == largest->key.dbid &&
