@@ -153,6 +153,26 @@
 #endif
 
 /*
+ * May the current role see the activity of role's sessions: the rule of
+ * pg_stat_activity (HAS_PGSTAT_PERMISSIONS in pgstatfuncs.c), the
+ * privileges of that role, or of pg_read_all_stats.  Before PostgreSQL 15
+ * mere membership of pg_read_all_stats is enough (a NOINHERIT member too);
+ * from 15 on its privileges are needed (commit 6198420ad8, not backpatched).
+ */
+#include "catalog/pg_authid.h"
+#include "miscadmin.h"
+#include "utils/acl.h"
+#if PG_VERSION_NUM >= 150000
+#define DlockHasPgstatPermissions(role) \
+	(has_privs_of_role(GetUserId(), ROLE_PG_READ_ALL_STATS) || \
+	 has_privs_of_role(GetUserId(), (role)))
+#else
+#define DlockHasPgstatPermissions(role) \
+	(is_member_of_role(GetUserId(), ROLE_PG_READ_ALL_STATS) || \
+	 has_privs_of_role(GetUserId(), (role)))
+#endif
+
+/*
  * Shared memory is requested from shmem_request_hook from PostgreSQL 15
  * on; before, _PG_init requests it itself (stats.c).
  */

@@ -20,7 +20,9 @@
  * shared_preload_libraries.  Without it they are NULL in the views, never
  * 0.  They count from the server's start (or the last reset), and a name
  * that does not fit (dlock.stats_max_names) is counted in its database's
- * total only.  A name's counters are NULL, not 0, where they may miss
+ * total only.  The names' room is the cluster's, but a database below its
+ * share of it takes room from the one holding the most (StatsEvictLocked),
+ * whose evicted names become unknown.  A name's counters are NULL, not 0, where they may miss
  * something (a10 F10): once a name of a database did not fit, its total
  * says so (missed), and then a name with no entry, and one whose entry was
  * made after that, may have missed events: unknown until a reset of the
@@ -83,6 +85,7 @@ typedef struct StatsEntry
 	/* under the lock in exclusive mode: */
 	bool		missed;			/* total: names of the database were missed;
 								 * name: made after that */
+	int			names;			/* total: the database's names with an entry */
 	int64		wait_timeouts;
 	double		timeout_time;
 	double		timeout_time_max;
@@ -92,6 +95,8 @@ typedef struct StatsShared
 {
 	LWLock	   *lock;
 	int			names;			/* entries that are names, not totals */
+	int			totals;			/* entries that are totals: the databases
+								 * that counted since the server started */
 	bool		missed_anywhere;	/* names were missed in a database whose
 									 * total could not be made: every name
 									 * is unknown */
@@ -175,6 +180,7 @@ StatsShmemStartup(void)
 	{
 		stats_shared->lock = &(GetNamedLWLockTranche("dlock"))->lock;
 		stats_shared->names = 0;
+		stats_shared->totals = 0;
 		stats_shared->missed_anywhere = false;
 	}
 	memset(&info, 0, sizeof(info));
@@ -401,7 +407,144 @@ StatsTotalLocked(void)
 	StatsKeyMake(&key, NULL);
 	e = hash_search(stats_hash, &key, HASH_ENTER_NULL, &found);
 	if (e != NULL && !found)
+	{
 		StatsEntryInit(e);
+		e->names = 0;
+		stats_shared->totals++;
+	}
+	return e;
+}
+
+/*
+ * Remove the entry of a name (key, a copy: not in the entry itself), if it
+ * has one; the lock is held in exclusive mode.
+ */
+static bool
+StatsNameRemoveLocked(const StatsKey *key)
+{
+	StatsKey	tkey;
+	StatsEntry *total;
+	bool		found;
+
+	(void) hash_search(stats_hash, key, HASH_REMOVE, &found);
+	if (!found)
+		return false;
+	stats_shared->names--;
+	memset(&tkey, 0, sizeof(tkey));
+	tkey.dbid = key->dbid;
+	tkey.total = true;
+	total = hash_search(stats_hash, &tkey, HASH_FIND, NULL);
+	if (total != NULL && total->names > 0)
+		total->names--;
+	return true;
+}
+
+/* How much a name's entry counted since it was made or reset. */
+static uint64
+StatsUsage(StatsEntry *e)
+{
+	return pg_atomic_read_u64(&e->busy) + pg_atomic_read_u64(&e->fence_refusals);
+}
+
+/* Eviction order: the names already unknown first, then the least counted. */
+static int
+StatsEvictionOrder(const void *a, const void *b)
+{
+	StatsEntry *x = *(StatsEntry *const *) a;
+	StatsEntry *y = *(StatsEntry *const *) b;
+	uint64		ux;
+	uint64		uy;
+
+	if (x->missed != y->missed)
+		return x->missed ? -1 : 1;
+	ux = StatsUsage(x);
+	uy = StatsUsage(y);
+	return ux < uy ? -1 : ux > uy ? 1 : 0;
+}
+
+/*
+ * Room in a full table for a name of this database, whose total is mine
+ * (attack4 F4: one database must not keep the others from counting by
+ * name).
+ * A database holding fewer names than its share, dlock.stats_max_names
+ * divided by the databases that counted since the server started, takes
+ * room from the one holding the most, if that one holds more than its
+ * share: its least counted names are evicted (those already unknown
+ * first), down to its share at most and a hundredth of the table at a
+ * time, so that one scan of the table makes room for many names.  An
+ * evicted name's counters become unknown, as those of a name that did not
+ * fit: its database's total records the miss.  A database at its share
+ * scans nothing.  The lock is held in exclusive mode; false if no room was
+ * made (also when the memory to sort the candidates is lacking).
+ */
+static bool
+StatsEvictLocked(StatsEntry *mine)
+{
+	HASH_SEQ_STATUS seq;
+	StatsEntry *e;
+	StatsEntry *largest = NULL;
+	StatsEntry **victims;
+	int			share;
+	int			n = 0;
+	int			evict;
+	int			i;
+
+	if (mine == NULL || stats_shared->totals == 0)
+		return false;
+	share = dlock_stats_max_names / stats_shared->totals;
+	if (mine->names >= share)
+		return false;
+	hash_seq_init(&seq, stats_hash);
+	while ((e = hash_seq_search(&seq)) != NULL)
+		if (e->key.total && e != mine &&
+			(largest == NULL || e->names > largest->names))
+			largest = e;
+	if (largest == NULL || largest->names <= share)
+		return false;
+	/* No error here: a reset's commit callback may be the caller. */
+	victims = palloc_extended(largest->names * sizeof(StatsEntry *),
+							  MCXT_ALLOC_NO_OOM);
+	if (victims == NULL)
+		return false;
+	hash_seq_init(&seq, stats_hash);
+	while ((e = hash_seq_search(&seq)) != NULL)
+		if (!e->key.total && e->key.dbid == largest->key.dbid &&
+			n < largest->names)
+			victims[n++] = e;
+	qsort(victims, n, sizeof(StatsEntry *), StatsEvictionOrder);
+	evict = Min(Min(largest->names - share,
+					Max(1, dlock_stats_max_names / 100)), n);
+	for (i = 0; i < evict; i++)
+	{
+		StatsKey	key = victims[i]->key;
+
+		(void) StatsNameRemoveLocked(&key);
+	}
+	largest->missed = true;
+	pfree(victims);
+	return evict > 0;
+}
+
+/*
+ * A new entry for the name of key, if there is room or room can be made
+ * (StatsEvictLocked); the lock is held in exclusive mode.
+ */
+static StatsEntry *
+StatsNameEnterLocked(const StatsKey *key)
+{
+	StatsEntry *total = StatsTotalLocked();
+	StatsEntry *e;
+
+	if (stats_shared->names >= dlock_stats_max_names &&
+		!StatsEvictLocked(total))
+		return NULL;
+	e = hash_search(stats_hash, key, HASH_ENTER_NULL, NULL);
+	if (e == NULL)
+		return NULL;
+	stats_shared->names++;
+	if (total != NULL)
+		total->names++;
+	StatsEntryInit(e);
 	return e;
 }
 
@@ -437,7 +580,6 @@ StatsEntryGet(text *name, bool *exclusive)
 {
 	StatsKey	key;
 	StatsEntry *e;
-	bool		found;
 
 	StatsKeyMake(&key, name);
 	if (!*exclusive)
@@ -455,15 +597,12 @@ StatsEntryGet(text *name, bool *exclusive)
 		return e;
 	if (name == NULL)
 		return StatsTotalLocked();
-	e = stats_shared->names >= dlock_stats_max_names ? NULL :
-		hash_search(stats_hash, &key, HASH_ENTER_NULL, &found);
+	e = StatsNameEnterLocked(&key);
 	if (e == NULL)
 	{
 		(void) StatsNamesMissed(true);
 		return NULL;
 	}
-	stats_shared->names++;
-	StatsEntryInit(e);
 	e->missed = StatsNamesMissed(false);
 	return e;
 }
@@ -542,15 +681,12 @@ static void
 StatsForgetNow(text *name)
 {
 	StatsKey	key;
-	bool		found;
 
 	if (stats_hash == NULL)
 		return;
 	StatsKeyMake(&key, name);
 	LWLockAcquire(stats_shared->lock, LW_EXCLUSIVE);
-	(void) hash_search(stats_hash, &key, HASH_REMOVE, &found);
-	if (found)
-		stats_shared->names--;
+	(void) StatsNameRemoveLocked(&key);
 	LWLockRelease(stats_shared->lock);
 }
 
@@ -579,13 +715,12 @@ StatsResetNow(text *name)
 	{
 		/*
 		 * A name without an entry while names were missed gets one if there
-		 * is room, so that it counts from 0 again.
+		 * is room (or its database's share makes room), so that it counts
+		 * from 0 again.
 		 */
 		e = hash_search(stats_hash, &key, HASH_FIND, NULL);
-		if (e == NULL && StatsNamesMissed(false) &&
-			stats_shared->names < dlock_stats_max_names &&
-			(e = hash_search(stats_hash, &key, HASH_ENTER_NULL, NULL)) != NULL)
-			stats_shared->names++;
+		if (e == NULL && StatsNamesMissed(false))
+			e = StatsNameEnterLocked(&key);
 		if (e != NULL)
 			StatsEntryInit(e);
 		LWLockRelease(stats_shared->lock);

@@ -75,10 +75,13 @@ WaitersKeyNames(const DlockRelations *rels)
 }
 
 /*
- * May the current role see which backend pid waits or pins: a member of
- * its role or of pg_read_all_stats, the rule of the dlock_waiters view
- * (and of pg_stat_activity's state and query).  pg_locks shows every pid,
- * but by lock key, which only the library maps to names.
+ * May the current role see which backend pid waits or pins, and since
+ * when: pg_stat_activity's rule for its state, query and start times (the
+ * privileges of the backend's role or of pg_read_all_stats, compat.h; a
+ * NOINHERIT member has them only after SET ROLE: attack4 F6).  pg_locks
+ * shows every pid and waitstart, but by lock key, which only the library
+ * maps to names: a hidden row shows neither its pid nor its times, which
+ * would match pg_locks.waitstart (attack4 F5).
  */
 static bool
 WaitersMaySee(int pid)
@@ -89,9 +92,7 @@ WaitersMaySee(int pid)
 	if (proc == NULL)
 		return false;			/* gone meanwhile */
 	role = proc->roleId;
-	return OidIsValid(role) &&
-		(is_member_of_role(GetUserId(), role) ||
-		 is_member_of_role(GetUserId(), ROLE_PG_READ_ALL_STATS));
+	return OidIsValid(role) && DlockHasPgstatPermissions(role);
 }
 
 /* One row of the result, from one lock of the lock manager. */
@@ -134,11 +135,11 @@ WaitersRow(HTAB *keys, const LockInstanceData *inst, Datum *values,
 	values[0] = e == NULL ? (Datum) 0 : PointerGetDatum(e->name);
 	values[1] = CStringGetTextDatum(tag->locktag_field4 == DLOCK_LOCKTAG_NAME ?
 									"pinning" : "waiting");
-	/* Which backend: only for those the dlock_waiters view shows. */
+	/* Which backend, and since when: only for those the caller may see. */
 	nulls[2] = !WaitersMaySee(inst->pid);
 	values[2] = Int32GetDatum(inst->pid);
 	values[3] = BoolGetDatum(head);
-	if (tag->locktag_field4 == DLOCK_LOCKTAG_WAITERS)
+	if (tag->locktag_field4 == DLOCK_LOCKTAG_WAITERS && !nulls[2])
 	{
 		if (StatsWaitOf(inst->pid, &start, &deadline))
 		{
