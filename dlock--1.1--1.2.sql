@@ -665,34 +665,30 @@ COMMENT ON FUNCTION @extschema@.dlock_stats_reset(pg_catalog.text) IS
 CREATE FUNCTION @extschema@.dlock_waiters_locks(
 	OUT name pg_catalog.text, OUT kind pg_catalog.text, OUT pid pg_catalog.int4,
 	OUT head pg_catalog.bool, OUT since pg_catalog.timestamptz,
-	OUT deadline pg_catalog.timestamptz)
+	OUT deadline pg_catalog.timestamptz, OUT "position" pg_catalog.int4)
 RETURNS SETOF record
 AS 'MODULE_PATHNAME', 'dlock_waiters_locks'
 LANGUAGE C VOLATILE PARALLEL UNSAFE;
 COMMENT ON FUNCTION @extschema@.dlock_waiters_locks() IS
-	'the lock manager''s view of dlock''s waiting acquires (head: holds the name''s queue lock) and check protections, by lease name, with the wait''s start and deadline where known; dlock_waiters shows it';
+	'the lock manager''s view of dlock''s waiting acquires (head: holds the name''s queue lock) and check protections, by lease name, with the wait''s start and deadline where known and the caller may see them, and each waiting acquire''s position in its queue; dlock_waiters shows it';
 
+-- The function shows a pid, a since and a deadline only where the caller
+-- may see them (pg_stat_activity's rule), so the backend's role and state
+-- are joined only where it shows the pid.
 CREATE VIEW @extschema@.dlock_waiters AS
 	SELECT w.name,
 		   w.kind,
-		   CASE WHEN v.visible THEN w.pid END AS pid,
-		   CASE WHEN v.visible THEN a.usename END AS role,
+		   w.pid,
+		   a.usename AS role,
 		   coalesce(w.since, CASE WHEN w.kind OPERATOR(pg_catalog.=) 'pinning'
 								  THEN a.xact_start ELSE a.query_start END) AS since,
-		   CASE WHEN w.kind OPERATOR(pg_catalog.=) 'waiting'
-				THEN pg_catalog.row_number() OVER (
-						 PARTITION BY w.name, w.kind
-						 ORDER BY w.head DESC, coalesce(w.since, a.query_start), w.pid)::pg_catalog.int4
-			END AS position,
+		   w.position,
 		   w.deadline,
-		   CASE WHEN v.visible THEN a.state END AS state,
+		   a.state,
 		   l.expires_at AS lease_expires_at
 	  FROM @extschema@.dlock_waiters_locks() AS w
 	  LEFT JOIN pg_catalog.pg_stat_activity AS a ON a.pid OPERATOR(pg_catalog.=) w.pid
 	  LEFT JOIN @extschema@.dlock_lease AS l ON l.name OPERATOR(pg_catalog.=) w.name
-	 CROSS JOIN LATERAL (
-		SELECT coalesce(pg_catalog.pg_has_role(a.usesysid, 'MEMBER')
-						OR pg_catalog.pg_has_role('pg_read_all_stats', 'MEMBER'), false) AS visible) AS v
 	 WHERE w.kind OPERATOR(pg_catalog.=) 'waiting'
 		OR l.released_at IS NOT NULL
 		OR l.expires_at OPERATOR(pg_catalog.<=) pg_catalog.clock_timestamp();

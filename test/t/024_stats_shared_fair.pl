@@ -101,7 +101,9 @@ $as_app->('fair_b', q{SELECT dlock_acquire('victim', '1 h') IS NULL});
 is($busy->('fair_b'), 'victim 1, victim2 0, victim3 0',
 	'known again after the database reset');
 
-# dlock_waiters: three sessions wait for a lease a superuser holds.
+# dlock_waiters: three sessions wait for a lease a superuser holds, the
+# second of another role: each role's waiters keep their places in the
+# queue around the ones it may not see.
 $node->safe_psql('postgres', q{
 	CREATE ROLE dlock_waiter LOGIN;
 	CREATE ROLE dlock_inherit LOGIN IN ROLE dlock_waiter;
@@ -110,11 +112,12 @@ $node->safe_psql('postgres', q{
 });
 $node->safe_psql('fair_b', q{SELECT dlock_acquire('w', '1 h')});
 my @waiters;
+my @roles = ('dlock_waiter', 'dlock_app', 'dlock_waiter');
 for my $i (1 .. 3)
 {
 	push @waiters, IPC::Run::start(
 		[
-			'psql', '-X', '-U', 'dlock_waiter', '-d', $node->connstr('fair_b'), '-c',
+			'psql', '-X', '-U', $roles[ $i - 1 ], '-d', $node->connstr('fair_b'), '-c',
 			"SELECT dlock_acquire('w', '1 h', wait => '1 min')"
 		],
 		'>', \my $out, '2>', \my $err);
@@ -135,16 +138,16 @@ my $as = sub {
 	my ($role, $sql) = @_;
 	return $node->safe_psql('fair_b', $sql, extra_params => [ '-U', $role ]);
 };
-is($as->('dlock_inherit', $view), '1:truetruetruetrue 2:truetruetruetrue 3:truetruetruetrue',
-	'a member that inherits the role sees pid, role, since and deadline');
+is($as->('dlock_inherit', $view), '1:truetruetruetrue 2:falsefalsefalsefalse 3:truetruetruetrue',
+	'a member that inherits the role sees pid, role, since and deadline of its waiters, in their places');
 is($as->('dlock_noinherit', $view),
 	'1:falsefalsefalsefalse 2:falsefalsefalsefalse 3:falsefalsefalsefalse',
 	'a NOINHERIT member sees none of them, nor when the wait began (F5, F6)');
 is($as->('dlock_noinherit', $locks), 'falsefalsefalse falsefalsefalse falsefalsefalse',
 	'nor does dlock_waiters_locks() show them');
 is($as->('dlock_app', $view),
-	'1:falsefalsefalsefalse 2:falsefalsefalsefalse 3:falsefalsefalsefalse',
-	'another role sees the queue positions only');
+	'1:falsefalsefalsefalse 2:truetruetruetrue 3:falsefalsefalsefalse',
+	'another role sees its own waiter in second place, the others as positions only');
 my $pg14 = $node->safe_psql('postgres', 'SHOW server_version_num') < 150000;
 is($as->('dlock_stats_noinherit', $view),
 	$pg14
@@ -153,11 +156,12 @@ is($as->('dlock_stats_noinherit', $view),
 	'a NOINHERIT member of pg_read_all_stats: as pg_stat_activity on this major');
 is($as->('dlock_stats_noinherit', q{
 		SELECT count(*) FILTER (WHERE query_start IS NOT NULL) FROM pg_stat_activity
-		 WHERE usename = 'dlock_waiter'}),
+		 WHERE usename IN ('dlock_waiter', 'dlock_app')}),
 	$pg14 ? '3' : '0', "pg_stat_activity's own rule on this major");
 
 $node->safe_psql('fair_b',
-	q{SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE usename = 'dlock_waiter'});
+	q{SELECT pg_terminate_backend(pid) FROM pg_stat_activity
+	   WHERE usename IN ('dlock_waiter', 'dlock_app')});
 $_->finish for @waiters;
 $node->stop;
 done_testing();
