@@ -116,9 +116,16 @@ CheckMayEnd(int pid)
  * The backends, other than this one, holding the name's check protection
  * without its hand-over lock: the pinners of a lease no longer held.  A
  * transaction that handed the lease over and has not committed yet holds
- * the hand-over lock too, and is no pinner.  Their pids, as a list of ints.
- * It reads the lock manager's whole state (GetLockStatusData), which only a
- * waiter past a pin grace does.
+ * the hand-over lock too, and is no pinner.  Nor is a backend still waiting
+ * for a lock on the name (its waitLockMode in the lock data): a check that
+ * holds the check protection and waits for the state lock, behind a
+ * renewal or release in progress, has not answered yet and vouched for
+ * nothing (FenceLeaseHeldBy); it is a pinner once it has answered true.  A
+ * transaction whose earlier check vouched and that now waits for the state
+ * lock again is left alone for that wait too: it waits for a state change
+ * in progress, which the caller waits for anyway.  Their pids, as a list of
+ * ints.  It reads the lock manager's whole state (GetLockStatusData), which
+ * only a waiter past a pin grace, a forced revoke and a refused import do.
  */
 List *
 NameCheckHolderPids(const LOCKTAG *tag)
@@ -141,7 +148,8 @@ NameCheckHolderPids(const LOCKTAG *tag)
 			inst->pid == MyProcPid || inst->pid == 0)
 			continue;
 		if ((inst->holdMask & LOCKBIT_ON(DLOCK_LOCK_CHECK)) != 0 &&
-			(inst->holdMask & LOCKBIT_ON(DLOCK_LOCK_HANDOVER)) == 0)
+			(inst->holdMask & LOCKBIT_ON(DLOCK_LOCK_HANDOVER)) == 0 &&
+			inst->waitLockMode == NoLock)
 			pids = list_append_unique_int(pids, inst->pid);
 	}
 	return pids;
