@@ -446,6 +446,13 @@ BEGIN
 			USING ERRCODE = '42704',
 				  HINT = 'Create the roles first (pg_dumpall -r dumps them), or let those leases expire, then import again.';
 	END IF;
+	-- No row replaced is pinned (review F2): none is held, and under the
+	-- table lock none can become held, so no check taken later vouches for
+	-- one; a transaction holding the check protection of one is still open.
+	PERFORM @extschema@.dlock_import_check_name(l.name)
+	   FROM @extschema@.dlock_lease AS l
+	  WHERE existing OPERATOR(pg_catalog.>) 0
+	  ORDER BY l.name;
 	-- The counters of the rows replaced stay in the totals (a10 F9).
 	PERFORM @extschema@.dlock_stats_retire_rows() WHERE existing OPERATOR(pg_catalog.>) 0;
 	DELETE FROM @extschema@.dlock_lease;
@@ -850,3 +857,15 @@ $dlock$;
 REVOKE ALL ON FUNCTION @extschema@.dlock_stats_retire_rows() FROM PUBLIC;
 COMMENT ON FUNCTION @extschema@.dlock_stats_retire_rows() IS
 	'internal (dlock_import): add the counters of every lease row, less its baseline, to dlock_stats_retired, an expiry never released as lost, and delete the baselines, before the rows are deleted';
+
+-- issue 27 review F2: dlock_import(state, replace => true) replaces no row
+-- whose check protection another transaction holds (src/README,
+-- "Importing"): it tries the name's hand-over lock of every row first, as
+-- dlock_cleanup does before it deletes one, and gives it back at once.
+CREATE FUNCTION @extschema@.dlock_import_check_name(name pg_catalog.text)
+RETURNS void
+AS 'MODULE_PATHNAME', 'dlock_import_check_name'
+LANGUAGE C VOLATILE CALLED ON NULL INPUT PARALLEL UNSAFE;
+REVOKE ALL ON FUNCTION @extschema@.dlock_import_check_name(pg_catalog.text) FROM PUBLIC;
+COMMENT ON FUNCTION @extschema@.dlock_import_check_name(pg_catalog.text) IS
+	'internal (dlock_import): 55P03 if another transaction holds the check protection of the lease on name, or a lock for a change or a check of it in progress; takes no lock it keeps';

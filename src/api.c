@@ -27,6 +27,7 @@ PG_FUNCTION_INFO_V1(dlock_renew);
 PG_FUNCTION_INFO_V1(dlock_check);
 PG_FUNCTION_INFO_V1(dlock_assert);
 PG_FUNCTION_INFO_V1(dlock_cleanup);
+PG_FUNCTION_INFO_V1(dlock_import_check_name);
 PG_FUNCTION_INFO_V1(dlock_fence);
 PG_FUNCTION_INFO_V1(dlock_rebase);
 PG_FUNCTION_INFO_V1(dlock_resolve_holder);
@@ -300,6 +301,52 @@ dlock_cleanup(PG_FUNCTION_ARGS)
 		StatsRetire(rels, &retired, 0);
 	}
 	PG_RETURN_INT64(deleted);
+}
+
+/*
+ * dlock_import_check_name(name): 55P03 unless no other transaction holds a
+ * lock on name that a hand-over waits for: its check protection, or a
+ * change of its lease in progress (src/README, "Importing").
+ * dlock_import(state, replace => true) calls it for every row it is about
+ * to replace, under its lock on the lease table, which keeps every row as
+ * it is: none is held, and none can become held, so no check taken after
+ * this one vouches for a row being replaced.  The hand-over lock is tried
+ * as dlock_cleanup tries it, and given back at once, so that an import of
+ * any size holds one name lock at a time.  Internal: revoked from PUBLIC.
+ */
+Datum
+dlock_import_check_name(PG_FUNCTION_ARGS)
+{
+	text	   *name = DlockNameArg(fcinfo, 0);
+	LOCKTAG		tag;
+	List	   *pids;
+
+	(void) DlockGetRelations(fcinfo);	/* loads the lock key */
+	NameLockTag(name, &tag);
+	if (NameLockTry(&tag, DLOCK_LOCK_HANDOVER))
+	{
+		NameLockGiveBack(&tag, DLOCK_LOCK_HANDOVER);
+		PG_RETURN_VOID();
+	}
+	pids = NameCheckHolderPids(&tag);
+	if (pids != NIL)
+		ereport(ERROR,
+				(errcode(ERRCODE_LOCK_NOT_AVAILABLE),
+				 errmsg("could not import dlock leases"),
+				 errdetail("Process %d holds the check protection of lease \"%s\", which the import would replace.",
+						   linitial_int(pids), text_to_cstring(name)),
+				 errhint("Wait for the transactions that hold it to end, or end them (dlock_revoke(name, force => true) does for an expired lease), then import again.")));
+	pids = NamePinningPids(&tag);
+	ereport(ERROR,
+			(errcode(ERRCODE_LOCK_NOT_AVAILABLE),
+			 errmsg("could not import dlock leases"),
+			 pids != NIL ?
+			 errdetail("Process %d holds a lock on lease \"%s\" for a change or a check in progress, and the import would replace the lease.",
+					   linitial_int(pids), text_to_cstring(name)) :
+			 errdetail("Another transaction held a lock on lease \"%s\" for a change or a check in progress, and the import would replace the lease.",
+					   text_to_cstring(name)),
+			 errhint("Import again once that transaction has ended.")));
+	PG_RETURN_VOID();			/* keep the compiler quiet */
 }
 
 /*

@@ -241,8 +241,10 @@ extern bool WaitForNameLock(const LOCKTAG *tag, LOCKMODE mode,
 							const DlockWait *w);
 extern bool WaitForNameHolders(const LOCKTAG *tag, LOCKMODE mode,
 							   const DlockWait *w);
+extern bool WaitForNameHoldersNoting(const LOCKTAG *tag, LOCKMODE mode,
+									 const DlockWait *w, List **pids);
 extern bool WaitForNameFree(const LOCKTAG *tag, LOCKMODE mode,
-							const DlockWait *w);
+							const DlockWait *w, List **pids);
 extern void WaitForLeaseChange(const DlockWait *w, TimestampTz until);
 extern bool WaitForXact(TransactionId xid, const DlockWait *w);
 extern bool WaitForRelationLock(Oid relid, const DlockWait *w);

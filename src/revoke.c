@@ -116,9 +116,16 @@ CheckMayEnd(int pid)
  * The backends, other than this one, holding the name's check protection
  * without its hand-over lock: the pinners of a lease no longer held.  A
  * transaction that handed the lease over and has not committed yet holds
- * the hand-over lock too, and is no pinner.  Their pids, as a list of ints.
- * It reads the lock manager's whole state (GetLockStatusData), which only a
- * waiter past a pin grace does.
+ * the hand-over lock too, and is no pinner.  Nor is a backend still waiting
+ * for a lock on the name (its waitLockMode in the lock data): a check that
+ * holds the check protection and waits for the state lock, behind a
+ * renewal or release in progress, has not answered yet and vouched for
+ * nothing (FenceLeaseHeldBy); it is a pinner once it has answered true.  A
+ * transaction whose earlier check vouched and that now waits for the state
+ * lock again is left alone for that wait too: it waits for a state change
+ * in progress, which the caller waits for anyway.  Their pids, as a list of
+ * ints.  It reads the lock manager's whole state (GetLockStatusData), which
+ * only a waiter past a pin grace, a forced revoke and a refused import do.
  */
 List *
 NameCheckHolderPids(const LOCKTAG *tag)
@@ -141,7 +148,8 @@ NameCheckHolderPids(const LOCKTAG *tag)
 			inst->pid == MyProcPid || inst->pid == 0)
 			continue;
 		if ((inst->holdMask & LOCKBIT_ON(DLOCK_LOCK_CHECK)) != 0 &&
-			(inst->holdMask & LOCKBIT_ON(DLOCK_LOCK_HANDOVER)) == 0)
+			(inst->holdMask & LOCKBIT_ON(DLOCK_LOCK_HANDOVER)) == 0 &&
+			inst->waitLockMode == NoLock)
 			pids = list_append_unique_int(pids, inst->pid);
 	}
 	return pids;
@@ -151,6 +159,10 @@ NameCheckHolderPids(const LOCKTAG *tag)
  * What a revoke revokes: the lease on name held by token (any, with
  * any_token).  gone is set once the latest committed lease is no longer
  * one to revoke (RevokeApplies): another token's, released, or free.
+ * What it did, for its result and its log line: the pids of every
+ * transaction it waited for (waited: also those that took the check
+ * protection during the wait), of every backend it cancelled or terminated
+ * (ended), and of those it terminated.
  */
 struct RevokeTarget
 {
@@ -159,6 +171,9 @@ struct RevokeTarget
 	bool		any_token;
 	int64		token;
 	bool		gone;
+	List	   *waited;
+	List	   *ended;
+	List	   *terminated;
 };
 
 static bool RevokeApplies(const DlockLease *lease, bool any_token,
@@ -234,7 +249,8 @@ SignalPids(List *pids, text *name, int sig)
  * session idle in its transaction ignores a cancel), as hot standby does
  * for a recovery conflict.  A backend that took the check protection
  * during the cancel wait is terminated too, privilege-checked the same
- * way.  Each is logged.  The pids ended.
+ * way.  Each is logged.  The pids ended; for a revoke, the pids waited for
+ * and terminated are also added to its lists.
  */
 List *
 EndPinningBackends(const LOCKTAG *tag, text *name, RevokeTarget *revoke,
@@ -262,14 +278,18 @@ EndPinningBackends(const LOCKTAG *tag, text *name, RevokeTarget *revoke,
 		w.start = GetCurrentTimestamp();
 		w.deadline = Min(grace_end, TimestampTzPlusMilliseconds(w.start, 50));
 		w.queued = false;
-		(void) WaitForNameFree(tag, DLOCK_LOCK_HANDOVER, &w);
+		(void) WaitForNameFree(tag, DLOCK_LOCK_HANDOVER, &w,
+							   revoke != NULL ? &revoke->waited : NULL);
 		if (PidsToEnd(tag, revoke) == NIL)
 			return pids;
 	}
 	left = PidsToEnd(tag, revoke);
 	if (revoke != NULL)
+	{
 		foreach(lc, left)
 			CheckMayEnd(lfirst_int(lc));
+		revoke->terminated = list_concat_unique_int(revoke->terminated, left);
+	}
 	SignalPids(left, name, SIGTERM);
 	return list_concat_unique_int(pids, left);
 }
@@ -306,21 +326,55 @@ RevokeResult(FunctionCallInfo fcinfo, int64 token, List *waited, List *ended)
 }
 
 /*
+ * Terminate the backends that hold the check protection now and were not
+ * terminated yet (PidsToEnd, CheckMayEnd): after the round of ending, a
+ * check that vouched since (a newcomer, or a check that was still waiting
+ * for the state lock during the round) is ended as one that took the
+ * protection during the cancel wait is.  True if it ended any.
+ */
+static bool
+RevokeEndNewPinners(const LOCKTAG *tag, RevokeTarget *target)
+{
+	List	   *pids = PidsToEnd(tag, target);
+	List	   *fresh = NIL;
+	ListCell   *lc;
+
+	foreach(lc, pids)
+		if (!list_member_int(target->terminated, lfirst_int(lc)))
+			fresh = lappend_int(fresh, lfirst_int(lc));
+	if (fresh == NIL)
+		return false;
+	foreach(lc, fresh)
+		CheckMayEnd(lfirst_int(lc));
+	SignalPids(fresh, target->name, SIGTERM);
+	target->terminated = list_concat_unique_int(target->terminated, fresh);
+	target->ended = list_concat_unique_int(target->ended, fresh);
+	return true;
+}
+
+/*
  * Take the name's hand-over lock, waiting until deadline for every other
  * transaction holding a lock on the name, without queuing for the lock
- * (WaitForNameHolders): a queued request would make the holder's renewals,
- * checks and fenced writes wait behind it, and a revoke that then fails
- * would have cost the holder its lease.  It looks at the lease again after
- * each DLOCK_REVOKE_LOOK_MS: false (the lock not taken) once it is no
- * longer one to revoke (target->gone) or at the deadline.
+ * (WaitForNameHoldersNoting, each pid waited for added to target->waited):
+ * a queued request would make the holder's renewals, checks and fenced
+ * writes wait behind it, and a revoke that then fails would have cost the
+ * holder its lease.  It looks at the lease again after each
+ * DLOCK_REVOKE_LOOK_MS: false (the lock not taken) once it is no longer one
+ * to revoke (target->gone) or at the deadline.  With end_new (a forced
+ * revoke after its round of ending), each look also terminates the new
+ * holders of the check protection (RevokeEndNewPinners), and the deadline
+ * moves to at least DLOCK_CANCEL_GRACE_MS after that, for them to exit,
+ * but never more than DLOCK_CANCEL_GRACE_MS past the deadline given.
  */
 #define DLOCK_REVOKE_LOOK_MS	100
 
 static bool
 RevokeWaitForLock(const LOCKTAG *tag, RevokeTarget *target,
-				  TimestampTz deadline)
+				  TimestampTz deadline, bool end_new)
 {
 	DlockWait	w;
+	TimestampTz last = TimestampTzPlusMilliseconds(deadline,
+												   DLOCK_CANCEL_GRACE_MS);
 
 	w.start = GetCurrentTimestamp();
 	w.queued = false;
@@ -329,9 +383,17 @@ RevokeWaitForLock(const LOCKTAG *tag, RevokeTarget *target,
 		w.deadline = Min(deadline,
 						 TimestampTzPlusMilliseconds(GetCurrentTimestamp(),
 													 DLOCK_REVOKE_LOOK_MS));
-		if (WaitForNameHolders(tag, DLOCK_LOCK_HANDOVER, &w))
+		if (WaitForNameHoldersNoting(tag, DLOCK_LOCK_HANDOVER, &w,
+									 &target->waited))
 			return true;
-		if (!RevokeTargetHolds(target) || GetCurrentTimestamp() >= deadline)
+		if (!RevokeTargetHolds(target))
+			return false;
+		if (end_new && RevokeEndNewPinners(tag, target))
+			deadline = Min(last,
+						   Max(deadline,
+							   TimestampTzPlusMilliseconds(GetCurrentTimestamp(),
+														   DLOCK_CANCEL_GRACE_MS)));
+		else if (GetCurrentTimestamp() >= deadline)
 			return false;
 	}
 }
@@ -356,24 +418,61 @@ RevokeLeaseFree(RevokeTarget *target)
 }
 
 /*
+ * A forced revoke's wait ran out: 55P03, saying what still holds the lease
+ * back.  A backend it terminated that is still there (it had not noticed
+ * the signal yet), a check that vouched at the very end of the wait, or
+ * else a transaction that changes the lease (a hand-over, renewal, release
+ * or reset in progress, or a check waiting behind one), which force never
+ * ends.
+ */
+static void
+RevokeGiveUp(const LOCKTAG *tag, RevokeTarget *target)
+{
+	List	   *left = NameCheckHolderPids(tag);
+	ListCell   *lc;
+	char	   *name = text_to_cstring(target->name);
+
+	foreach(lc, left)
+		if (list_member_int(target->terminated, lfirst_int(lc)))
+			ereport(ERROR,
+					(errcode(ERRCODE_LOCK_NOT_AVAILABLE),
+					 errmsg("could not revoke lease \"%s\"", name),
+					 errdetail("Process %d, which was terminated, still held its check protection when the wait ran out.",
+							   lfirst_int(lc))));
+	if (left != NIL)
+		ereport(ERROR,
+				(errcode(ERRCODE_LOCK_NOT_AVAILABLE),
+				 errmsg("could not revoke lease \"%s\"", name),
+				 errdetail("Process %d took its check protection as the wait ran out.",
+						   linitial_int(left))));
+	ereport(ERROR,
+			(errcode(ERRCODE_LOCK_NOT_AVAILABLE),
+			 errmsg("could not revoke lease \"%s\"", name),
+			 errdetail("A transaction that changes the lease (an acquire, renewal or release in progress) is still open; force ends only the transactions that hold its check protection.")));
+}
+
+/*
  * Take the hand-over lock for the revoke (RevokeWaitForLock), waiting up
  * to wait_usecs.  With force, then end the transactions that still hold
- * the lease's check protection (EndPinningBackends), and no others: a
- * hand-over, a renewal or a release in progress, which takes no check
- * protection, is waited for another wait_usecs, unless the lease is free
- * (RevokeLeaseFree).  55P03 when the wait runs out; false, the lock not
- * taken, once the lease is no longer one to revoke.  The lock is kept
- * until the transaction ends, so no new check vouches for the revoked
- * token before the revoke commits.
+ * the lease's check protection (EndPinningBackends), and no others, and
+ * wait another wait_usecs, plus DLOCK_CANCEL_GRACE_MS if it ended any (a
+ * terminated backend takes a moment to exit), terminating any that takes
+ * the check protection meanwhile: a hand-over, a renewal or a release in
+ * progress, which takes no check protection, is waited for, unless the
+ * lease is free (RevokeLeaseFree).  55P03 when the wait runs out
+ * (RevokeGiveUp); false, the lock not taken, once the lease is no longer
+ * one to revoke.  The lock is kept until the transaction ends, so no new
+ * check vouches for the revoked token before the revoke commits.
  */
 static bool
 RevokeWaitForPinners(const LOCKTAG *tag, RevokeTarget *target,
-					 int64 wait_usecs, bool force, List **waited,
-					 List **ended)
+					 int64 wait_usecs, bool force)
 {
-	*waited = NamePinningPids(tag);
-	*ended = NIL;
-	if (RevokeWaitForLock(tag, target, GetCurrentTimestamp() + wait_usecs))
+	TimestampTz deadline;
+
+	target->waited = NamePinningPids(tag);
+	if (RevokeWaitForLock(tag, target, GetCurrentTimestamp() + wait_usecs,
+						  false))
 		return true;
 	if (target->gone)
 		return false;
@@ -384,18 +483,17 @@ RevokeWaitForPinners(const LOCKTAG *tag, RevokeTarget *target,
 						text_to_cstring(target->name)),
 				 errdetail("Other transactions still hold its check protection or change it after the wait."),
 				 errhint("Wait longer, or pass force => true to end those that hold its check protection.")));
-	*ended = EndPinningBackends(tag, target->name, target, DT_NOEND);
-	if (target->gone || (*ended == NIL && RevokeLeaseFree(target)))
+	target->ended = EndPinningBackends(tag, target->name, target, DT_NOEND);
+	if (target->gone || (target->ended == NIL && RevokeLeaseFree(target)))
 		return false;
-	if (RevokeWaitForLock(tag, target, GetCurrentTimestamp() + wait_usecs))
+	deadline = GetCurrentTimestamp() + wait_usecs;
+	if (target->ended != NIL)
+		deadline = TimestampTzPlusMilliseconds(deadline, DLOCK_CANCEL_GRACE_MS);
+	if (RevokeWaitForLock(tag, target, deadline, true))
 		return true;
 	if (target->gone || RevokeLeaseFree(target))
 		return false;
-	ereport(ERROR,
-			(errcode(ERRCODE_LOCK_NOT_AVAILABLE),
-			 errmsg("could not revoke lease \"%s\"",
-					text_to_cstring(target->name)),
-			 errdetail("A transaction that changes the lease (an acquire, renewal or release in progress) is still open; force ends only the transactions that hold its check protection.")));
+	RevokeGiveUp(tag, target);
 	return false;				/* keep the compiler quiet */
 }
 
@@ -445,8 +543,6 @@ dlock_revoke(PG_FUNCTION_ARGS)
 	LOCKTAG		tag;
 	RevokeTarget target;
 	TimestampTz now;
-	List	   *waited;
-	List	   *ended;
 
 	if (PG_ARGISNULL(3))
 		ereport(ERROR,
@@ -464,9 +560,9 @@ dlock_revoke(PG_FUNCTION_ARGS)
 	target.any_token = any_token;
 	target.token = token;
 	target.gone = false;
-	if (!RevokeWaitForPinners(&tag, &target, wait_usecs, force, &waited,
-							  &ended))
-		return RevokeResult(fcinfo, 0, waited, ended);
+	target.waited = target.ended = target.terminated = NIL;
+	if (!RevokeWaitForPinners(&tag, &target, wait_usecs, force))
+		return RevokeResult(fcinfo, 0, target.waited, target.ended);
 	/* Holding the hand-over lock, nobody else holds the state lock. */
 	NameLockWait(&tag, DLOCK_LOCK_STATE);
 	LeaseFetchForUpdate(rels, name, &lease);
@@ -475,7 +571,7 @@ dlock_revoke(PG_FUNCTION_ARGS)
 	{
 		NameLockGiveBack(&tag, DLOCK_LOCK_STATE);
 		NameLockGiveBack(&tag, DLOCK_LOCK_HANDOVER);
-		return RevokeResult(fcinfo, 0, waited, ended);
+		return RevokeResult(fcinfo, 0, target.waited, target.ended);
 	}
 	LeaseSetRevoked(rels, name, &lease, now);
 	WaitWakeQueueAtCommit(&tag);
@@ -485,7 +581,7 @@ dlock_revoke(PG_FUNCTION_ARGS)
 					text_to_cstring(name), (long long) lease.token,
 					GetUserNameFromId(GetUserId(), false)),
 			 errdetail_internal("Waited for processes: %s; ended processes: %s.",
-								waited ? PidListString(waited) : "none",
-								ended ? PidListString(ended) : "none")));
-	return RevokeResult(fcinfo, lease.token, waited, ended);
+								target.waited ? PidListString(target.waited) : "none",
+								target.ended ? PidListString(target.ended) : "none")));
+	return RevokeResult(fcinfo, lease.token, target.waited, target.ended);
 }

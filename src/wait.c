@@ -403,11 +403,44 @@ WaitForHoldersSlice(VirtualTransactionId *vxids, const DlockWait *w)
 bool
 WaitForNameHolders(const LOCKTAG *tag, LOCKMODE mode, const DlockWait *w)
 {
+	return WaitForNameHoldersNoting(tag, mode, w, NULL);
+}
+
+/*
+ * Add the pids of the backends running the transactions vxids (ending with
+ * an invalid one) to *pids, once each.
+ */
+static void
+NoteHolderPids(VirtualTransactionId *vxids, List **pids)
+{
+	for (; VirtualTransactionIdIsValid(*vxids); vxids++)
+	{
+		PGPROC	   *proc = DlockVxidGetProc(*vxids);
+
+		if (proc != NULL && proc->pid != 0)
+			*pids = list_append_unique_int(*pids, proc->pid);
+	}
+}
+
+/*
+ * WaitForNameHolders, adding to *pids (if pids is not NULL) the pid of
+ * every backend whose transaction it waited for (dlock_revoke's
+ * waited_for).
+ */
+bool
+WaitForNameHoldersNoting(const LOCKTAG *tag, LOCKMODE mode,
+						 const DlockWait *w, List **pids)
+{
 	while (!NameLockTry(tag, mode))
 	{
+		VirtualTransactionId *vxids;
+
 		if (GetCurrentTimestamp() >= w->deadline)
 			return false;
-		WaitForHoldersSlice(GetLockConflicts(tag, mode, NULL), w);
+		vxids = GetLockConflicts(tag, mode, NULL);
+		if (pids != NULL)
+			NoteHolderPids(vxids, pids);
+		WaitForHoldersSlice(vxids, w);
 	}
 	return true;
 }
@@ -415,10 +448,12 @@ WaitForNameHolders(const LOCKTAG *tag, LOCKMODE mode, const DlockWait *w)
 /*
  * Wait, as WaitForNameHolders does, until no other transaction holds a lock
  * on tag that conflicts with mode, but without taking it: true then, false
- * when the deadline of w came first.
+ * when the deadline of w came first.  The pids waited for are added to
+ * *pids, if pids is not NULL.
  */
 bool
-WaitForNameFree(const LOCKTAG *tag, LOCKMODE mode, const DlockWait *w)
+WaitForNameFree(const LOCKTAG *tag, LOCKMODE mode, const DlockWait *w,
+				List **pids)
 {
 	for (;;)
 	{
@@ -428,6 +463,8 @@ WaitForNameFree(const LOCKTAG *tag, LOCKMODE mode, const DlockWait *w)
 			return true;
 		if (GetCurrentTimestamp() >= w->deadline)
 			return false;
+		if (pids != NULL)
+			NoteHolderPids(vxids, pids);
 		WaitForHoldersSlice(vxids, w);
 	}
 }

@@ -42,6 +42,7 @@ SELECT set_eq(
           'function dlock_edition()',
           'function dlock_export()',
           'function dlock_import(jsonb,boolean)',
+          'function dlock_import_check_name(text)',
           'function dlock_import_leases(jsonb)',
           'function dlock_lock_key_replicated()',
           'function dlock_lock_key_frozen()',
@@ -198,8 +199,9 @@ SELECT is_definer('dlock_export', ARRAY[]::name[], 'dlock_export is SECURITY DEF
 SELECT is_definer('dlock_import', ARRAY['jsonb', 'boolean'], 'dlock_import is SECURITY DEFINER');
 SELECT ok(NOT pg_catalog.has_function_privilege('public', 'dlock_export()', 'EXECUTE')
           AND NOT pg_catalog.has_function_privilege('public', 'dlock_import(jsonb,boolean)', 'EXECUTE')
-          AND NOT pg_catalog.has_function_privilege('public', 'dlock_import_leases(jsonb)', 'EXECUTE'),
-          'PUBLIC may not execute dlock_export, dlock_import or dlock_import_leases');
+          AND NOT pg_catalog.has_function_privilege('public', 'dlock_import_leases(jsonb)', 'EXECUTE')
+          AND NOT pg_catalog.has_function_privilege('public', 'dlock_import_check_name(text)', 'EXECUTE'),
+          'PUBLIC may not execute dlock_export, dlock_import, dlock_import_leases or dlock_import_check_name');
 SELECT isnt(pg_catalog.obj_description(to_regprocedure('dlock_export()'), 'pg_proc'), NULL,
             'dlock_export has a comment');
 SELECT isnt(pg_catalog.obj_description(to_regprocedure('dlock_import(jsonb,boolean)'), 'pg_proc'), NULL,

@@ -75,6 +75,14 @@ NOT_RUN = {
     "specs/pin_grace_renewed": "the holder is a superuser's session, which the SQL edition's waiter never ends (its test: test/sql_edition/revoke_force.sh)",
     "specs/pin_grace_released": "the holder is a superuser's session, which the SQL edition's waiter never ends (its test: test/sql_edition/revoke_force.sh)",
     "specs/revoke_force_late": "dlock_revoke(force => true) against the isolation tester's superuser sessions, which the SQL edition never ends (docs/editions.md, \"which sessions dlock_revoke(force => true) ends\"; its test: test/sql_edition/revoke_force.sh)",
+    # The C edition's specs of review F4 and F5 of issue 27, as above: the
+    # pin grace is the setting dlock.pin_grace (the SQL edition's is in
+    # dlock_sql_settings), and the forced revoke ends the isolation
+    # tester's superuser sessions, which the SQL edition never ends (run
+    # against it, the holder stays idle in its transaction and the
+    # teardown waits for it until the suite's timeout).
+    "specs/pin_grace_waiting_check": "the grace is the setting dlock.pin_grace, which the SQL edition keeps in dlock_sql_settings (its test: test/sql_edition/revoke_force.sh)",
+    "specs/revoke_force_nowait": "dlock_revoke(force => true) against the isolation tester's superuser sessions, which the SQL edition never ends (docs/editions.md, \"which sessions dlock_revoke(force => true) ends\"; its test: test/sql_edition/revoke_force.sh)",
     "specs/stats_reset_wait": "the C edition's dlock_stats_reset() waits for an open renewal; the SQL edition's writes baselines and waits for no lease (docs/editions.md, \"dlock_stats_reset\"; its own test: test/sql_edition/specs/sql_stats_reset.spec)",
     "specs/row_cache": "the C edition's lease-row cache and dlock_lease's columns and keys (the SQL edition has no cache; its expiry is in dlock_expiry)",
 }
