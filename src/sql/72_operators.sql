@@ -172,6 +172,26 @@ COMMENT ON FUNCTION @extschema@.dlock_sql_ending(pg_catalog.text) IS
 -- with USAGE, any non-superuser's as a member of pg_signal_backend,
 -- superusers' only as a superuser); the others are left alone.  Returns
 -- the pids signalled; logs each at LOG.
+-- Of pids, those whose sessions the tables' owner may signal
+-- (pg_signal_backend's rules, as above), in order.
+CREATE FUNCTION @extschema@.dlock_sql_signallable(pids pg_catalog.int4[])
+RETURNS pg_catalog.int4[]
+LANGUAGE sql VOLATILE PARALLEL SAFE
+AS $dlock$
+SELECT ARRAY(
+	SELECT a.pid
+	  FROM pg_catalog.pg_stat_activity AS a
+	  JOIN pg_catalog.pg_roles AS r ON r.oid OPERATOR(pg_catalog.=) a.usesysid
+	 WHERE a.pid OPERATOR(pg_catalog.=) ANY ($1)
+	   AND ((SELECT m.rolsuper FROM pg_catalog.pg_roles AS m WHERE m.rolname OPERATOR(pg_catalog.=) CURRENT_USER)
+			OR (NOT r.rolsuper AND (pg_catalog.pg_has_role(CURRENT_USER, 'pg_signal_backend', 'USAGE')
+									OR pg_catalog.pg_has_role(CURRENT_USER, a.usesysid, 'USAGE'))))
+	 ORDER BY a.pid)
+$dlock$;
+REVOKE ALL ON FUNCTION @extschema@.dlock_sql_signallable(pg_catalog.int4[]) FROM PUBLIC;
+COMMENT ON FUNCTION @extschema@.dlock_sql_signallable(pg_catalog.int4[]) IS
+	'internal: of pids, the sessions the tables'' owner may signal (pg_signal_backend''s rules)';
+
 CREATE FUNCTION @extschema@.dlock_sql_end_pinners(name pg_catalog.text, pids pg_catalog.int4[],
 	terminate pg_catalog.bool)
 RETURNS pg_catalog.int4[]
@@ -180,15 +200,11 @@ AS $dlock$
 DECLARE
 	b record;
 	ended pg_catalog.int4[] := '{}';
-	me_super pg_catalog.bool := (SELECT r.rolsuper FROM pg_catalog.pg_roles AS r WHERE r.rolname = CURRENT_USER);
-	signaller pg_catalog.bool := pg_catalog.pg_has_role(CURRENT_USER, 'pg_signal_backend', 'USAGE');
 BEGIN
 	FOR b IN
-		SELECT a.pid, a.usesysid, a.usename, a.state, r.rolsuper
+		SELECT a.pid, a.usename, a.state
 		  FROM pg_catalog.pg_stat_activity AS a
-		  JOIN pg_catalog.pg_roles AS r ON r.oid = a.usesysid
-		 WHERE a.pid = ANY ($2)
-		   AND (me_super OR (NOT r.rolsuper AND (signaller OR pg_catalog.pg_has_role(CURRENT_USER, a.usesysid, 'USAGE'))))
+		 WHERE a.pid = ANY (@extschema@.dlock_sql_signallable($2))
 		 ORDER BY a.pid
 	LOOP
 		IF NOT $3 AND b.state IS DISTINCT FROM 'idle in transaction'
@@ -520,16 +536,19 @@ BEGIN
 	IF pg_catalog.left(last, pg_catalog.length(mine)) = mine THEN
 		at := pg_catalog.substr(last, pg_catalog.length(mine) + 1)::pg_catalog.timestamptz;
 	END IF;
-	-- dlock_sql_ending's probe uses a subtransaction XID where it gets its
-	-- lock: asked only before a round of signals (at most one per 100 ms),
-	-- not at every poll.
-	IF (at IS NULL OR pg_catalog.clock_timestamp() >= at + '100 ms'::pg_catalog.interval)
-	   AND NOT @extschema@.dlock_sql_ending($1) THEN
+	-- At most one round per 100 ms.  dlock_sql_ending's probe uses a
+	-- subtransaction XID where it gets its lock: asked only before a round
+	-- that signals somebody, never while the pinners are sessions the
+	-- tables' owner may not signal (which can hold the lease for the rest
+	-- of the wait).
+	IF at IS NULL OR pg_catalog.clock_timestamp() >= at + '100 ms'::pg_catalog.interval THEN
 		pins := @extschema@.dlock_sql_pinners($1);
 		IF pins <> '{}' THEN
-			-- A cancel first, then a terminate (a session's state may be
-			-- unreadable to the tables' owner, as with revoke).
-			PERFORM @extschema@.dlock_sql_end_pinners($1, pins, at IS NOT NULL);
+			IF @extschema@.dlock_sql_signallable(pins) <> '{}' AND NOT @extschema@.dlock_sql_ending($1) THEN
+				-- A cancel first, then a terminate (a session's state may
+				-- be unreadable to the tables' owner, as with revoke).
+				PERFORM @extschema@.dlock_sql_end_pinners($1, pins, at IS NOT NULL);
+			END IF;
 			PERFORM pg_catalog.set_config('dlock_sql.pin_signalled', mine || pg_catalog.clock_timestamp()::pg_catalog.text, true);
 		END IF;
 	END IF;
