@@ -313,8 +313,8 @@ COMMENT ON FUNCTION @extschema@.dlock_sql_locked_wait(pg_catalog.text, pg_catalo
 	'internal (dlock_sql_protect): wait, at most until the lease expires, for the transaction that holds the lease row of name locked while token holds the lease, and take the check protection if token still holds it then';
 
 -- The locks of a revoke, the hand-over's, bounded by deadline.  locked:
--- false if the lease row's check protection outlasted deadline (nothing
--- held then); true once it held the lease row FOR UPDATE and the expiry
+-- false if the lease row's check protection outlasted slice or deadline
+-- (nothing held then); true once it held the lease row FOR UPDATE and the expiry
 -- row FOR UPDATE, and revoke_token the token they show, if it is to be
 -- revoked (held by token, if not NULL, and not released and available
 -- already); else NULL, and the locks are given back: no check fails for a
@@ -327,8 +327,8 @@ COMMENT ON FUNCTION @extschema@.dlock_sql_locked_wait(pg_catalog.text, pg_catalo
 -- back at once) and the locks tried again; 55P03 once deadline has
 -- passed.  Each try that locks a row is a subtransaction with an XID.
 CREATE FUNCTION @extschema@.dlock_sql_revoke_lock(name pg_catalog.text, token pg_catalog.int8,
-	deadline pg_catalog.timestamptz, OUT locked pg_catalog.bool, OUT revoke_token pg_catalog.int8,
-	OUT owner pg_catalog.text)
+	deadline pg_catalog.timestamptz, slice pg_catalog.timestamptz, OUT locked pg_catalog.bool,
+	OUT revoke_token pg_catalog.int8, OUT owner pg_catalog.text)
 LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
 AS $dlock$
 DECLARE
@@ -341,7 +341,9 @@ BEGIN
 		locked := false;
 		busy := false;
 		BEGIN
-			PERFORM @extschema@.dlock_sql_bound($3, 0);
+			-- The lease row is waited for until slice only (at most
+			-- deadline): the caller then reads its lockers again.
+			PERFORM @extschema@.dlock_sql_bound(LEAST($3, $4), 0);
 			SELECT x.token, x.owner, x.acquired_at INTO l FROM @extschema@.dlock_lease AS x
 			 WHERE x.name = $1 FOR UPDATE;
 			locked := true;
@@ -386,9 +388,9 @@ BEGIN
 	END LOOP;
 END
 $dlock$;
-REVOKE ALL ON FUNCTION @extschema@.dlock_sql_revoke_lock(pg_catalog.text, pg_catalog.int8, pg_catalog.timestamptz) FROM PUBLIC;
-COMMENT ON FUNCTION @extschema@.dlock_sql_revoke_lock(pg_catalog.text, pg_catalog.int8, pg_catalog.timestamptz) IS
-	'internal (dlock_revoke): take the hand-over''s locks on the lease of name by deadline and keep them only for a lease to revoke, never holding the lease row while a renewal or release holds the expiry row';
+REVOKE ALL ON FUNCTION @extschema@.dlock_sql_revoke_lock(pg_catalog.text, pg_catalog.int8, pg_catalog.timestamptz, pg_catalog.timestamptz) FROM PUBLIC;
+COMMENT ON FUNCTION @extschema@.dlock_sql_revoke_lock(pg_catalog.text, pg_catalog.int8, pg_catalog.timestamptz, pg_catalog.timestamptz) IS
+	'internal (dlock_revoke): take the hand-over''s locks on the lease of name by deadline (waiting for the lease row until slice) and keep them only for a lease to revoke, never holding the lease row while a renewal or release holds the expiry row';
 
 -- dlock_revoke: wait, as a hand-over does (FOR UPDATE on the lease row,
 -- bounded by lock_timeout: dlock_sql_revoke_lock), until no transaction
@@ -441,8 +443,14 @@ BEGIN
 		END IF;
 		pins := @extschema@.dlock_sql_pinners($1);
 		waited_for := ARRAY(SELECT DISTINCT p FROM pg_catalog.unnest(waited_for || pins) AS p ORDER BY p);
-		r := @extschema@.dlock_sql_revoke_lock($1, $2, deadline);
+		-- The lease row's lock is waited for 100 ms at a time, and its
+		-- lockers read again in between: a transaction that takes the
+		-- check protection during the wait (a share lock is granted beside
+		-- the others while the revoke sleeps) is waited for too, and named.
+		r := @extschema@.dlock_sql_revoke_lock($1, $2, deadline,
+			pg_catalog.clock_timestamp() + '100 ms'::pg_catalog.interval);
 		EXIT WHEN r.locked;
+		CONTINUE WHEN pg_catalog.clock_timestamp() < deadline;
 		IF $2 IS NOT NULL AND NOT EXISTS (SELECT FROM @extschema@.dlock_lease AS x
 										   WHERE x.name = $1 AND x.token = $2) THEN
 			RETURN;
