@@ -422,7 +422,10 @@ COMMENT ON FUNCTION @extschema@.dlock_sql_lockers(pg_catalog.xid, pg_catalog.reg
 -- The rows of dlock_waiters, as the C edition's function of that name
 -- gives them (head: the holder of the queue row's lock; since: when the
 -- wait for the tuple lock began, NULL for the head and the next in line;
--- deadline: never known here).  SECURITY DEFINER: it reads dlock's tables.
+-- deadline: never known here).  SECURITY DEFINER: it reads dlock's tables;
+-- a pid is shown only to a role that may see it (the calling session's,
+-- dlock_sql_caller), as in the C edition, whose pg_locks shows every pid
+-- but by lock key.
 CREATE FUNCTION @extschema@.dlock_waiters_locks(
 	OUT name pg_catalog.text, OUT kind pg_catalog.text, OUT pid pg_catalog.int4,
 	OUT head pg_catalog.bool, OUT since pg_catalog.timestamptz,
@@ -481,12 +484,27 @@ AS $dlock$
 					AND (s.lx OPERATOR(pg_catalog.<>) s.ex OR v.pid IN (SELECT r.pid FROM renewers AS r)))
 				OR v.mode OPERATOR(pg_catalog.=) 'sh') AS p
 		 WHERE NOT s.held
+	), rows AS (
+		SELECT x.name, 'waiting'::pg_catalog.text AS kind, x.pid, x.rank OPERATOR(pg_catalog.=) 0 AS head,
+			   x.waitstart AS since, NULL::pg_catalog.timestamptz AS deadline
+		  FROM queued AS x
+		UNION ALL
+		SELECT y.name, 'pinning', y.pid, false, NULL, NULL FROM pinned AS y
+	), me AS MATERIALIZED (
+		SELECT @extschema@.dlock_sql_caller() AS caller
 	)
-	SELECT x.name, 'waiting'::pg_catalog.text, x.pid, x.rank OPERATOR(pg_catalog.=) 0, x.waitstart,
-		   NULL::pg_catalog.timestamptz
-	  FROM queued AS x
-	UNION ALL
-	SELECT y.name, 'pinning', y.pid, false, NULL, NULL FROM pinned AS y
+	-- The pid only to a member of the backend's role or of
+	-- pg_read_all_stats (the C edition's WaitersMaySee, the rule of the
+	-- view and of pg_stat_activity), judged for the calling session's role,
+	-- not for the tables' owner that this function runs as.
+	SELECT r.name, r.kind,
+		   CASE WHEN coalesce(pg_catalog.pg_has_role(m.caller,
+								  (SELECT a.usesysid FROM pg_catalog.pg_stat_activity AS a
+									WHERE a.pid OPERATOR(pg_catalog.=) r.pid), 'MEMBER')
+							  OR pg_catalog.pg_has_role(m.caller, 'pg_read_all_stats', 'MEMBER'), false)
+				THEN r.pid END,
+		   r.head, r.since, r.deadline
+	  FROM rows AS r CROSS JOIN me AS m
 $dlock$;
 COMMENT ON FUNCTION @extschema@.dlock_waiters_locks() IS
 	'the lock manager''s view of dlock''s waiting acquires (head: holds the name''s queue lock) and check protections, by lease name, with the wait''s start and deadline where known; dlock_waiters shows it';

@@ -172,6 +172,26 @@ COMMENT ON FUNCTION @extschema@.dlock_sql_ending(pg_catalog.text) IS
 -- with USAGE, any non-superuser's as a member of pg_signal_backend,
 -- superusers' only as a superuser); the others are left alone.  Returns
 -- the pids signalled; logs each at LOG.
+-- Of pids, those whose sessions the tables' owner may signal
+-- (pg_signal_backend's rules, as above), in order.
+CREATE FUNCTION @extschema@.dlock_sql_signallable(pids pg_catalog.int4[])
+RETURNS pg_catalog.int4[]
+LANGUAGE sql VOLATILE PARALLEL SAFE
+AS $dlock$
+SELECT ARRAY(
+	SELECT a.pid
+	  FROM pg_catalog.pg_stat_activity AS a
+	  JOIN pg_catalog.pg_roles AS r ON r.oid OPERATOR(pg_catalog.=) a.usesysid
+	 WHERE a.pid OPERATOR(pg_catalog.=) ANY ($1)
+	   AND ((SELECT m.rolsuper FROM pg_catalog.pg_roles AS m WHERE m.rolname OPERATOR(pg_catalog.=) CURRENT_USER)
+			OR (NOT r.rolsuper AND (pg_catalog.pg_has_role(CURRENT_USER, 'pg_signal_backend', 'USAGE')
+									OR pg_catalog.pg_has_role(CURRENT_USER, a.usesysid, 'USAGE'))))
+	 ORDER BY a.pid)
+$dlock$;
+REVOKE ALL ON FUNCTION @extschema@.dlock_sql_signallable(pg_catalog.int4[]) FROM PUBLIC;
+COMMENT ON FUNCTION @extschema@.dlock_sql_signallable(pg_catalog.int4[]) IS
+	'internal: of pids, the sessions the tables'' owner may signal (pg_signal_backend''s rules)';
+
 CREATE FUNCTION @extschema@.dlock_sql_end_pinners(name pg_catalog.text, pids pg_catalog.int4[],
 	terminate pg_catalog.bool)
 RETURNS pg_catalog.int4[]
@@ -180,15 +200,11 @@ AS $dlock$
 DECLARE
 	b record;
 	ended pg_catalog.int4[] := '{}';
-	me_super pg_catalog.bool := (SELECT r.rolsuper FROM pg_catalog.pg_roles AS r WHERE r.rolname = CURRENT_USER);
-	signaller pg_catalog.bool := pg_catalog.pg_has_role(CURRENT_USER, 'pg_signal_backend', 'USAGE');
 BEGIN
 	FOR b IN
-		SELECT a.pid, a.usesysid, a.usename, a.state, r.rolsuper
+		SELECT a.pid, a.usename, a.state
 		  FROM pg_catalog.pg_stat_activity AS a
-		  JOIN pg_catalog.pg_roles AS r ON r.oid = a.usesysid
-		 WHERE a.pid = ANY ($2)
-		   AND (me_super OR (NOT r.rolsuper AND (signaller OR pg_catalog.pg_has_role(CURRENT_USER, a.usesysid, 'USAGE'))))
+		 WHERE a.pid = ANY (@extschema@.dlock_sql_signallable($2))
 		 ORDER BY a.pid
 	LOOP
 		IF NOT $3 AND b.state IS DISTINCT FROM 'idle in transaction'
@@ -297,8 +313,8 @@ COMMENT ON FUNCTION @extschema@.dlock_sql_locked_wait(pg_catalog.text, pg_catalo
 	'internal (dlock_sql_protect): wait, at most until the lease expires, for the transaction that holds the lease row of name locked while token holds the lease, and take the check protection if token still holds it then';
 
 -- The locks of a revoke, the hand-over's, bounded by deadline.  locked:
--- false if the lease row's check protection outlasted deadline (nothing
--- held then); true once it held the lease row FOR UPDATE and the expiry
+-- false if the lease row's check protection outlasted slice or deadline
+-- (nothing held then); true once it held the lease row FOR UPDATE and the expiry
 -- row FOR UPDATE, and revoke_token the token they show, if it is to be
 -- revoked (held by token, if not NULL, and not released and available
 -- already); else NULL, and the locks are given back: no check fails for a
@@ -311,8 +327,8 @@ COMMENT ON FUNCTION @extschema@.dlock_sql_locked_wait(pg_catalog.text, pg_catalo
 -- back at once) and the locks tried again; 55P03 once deadline has
 -- passed.  Each try that locks a row is a subtransaction with an XID.
 CREATE FUNCTION @extschema@.dlock_sql_revoke_lock(name pg_catalog.text, token pg_catalog.int8,
-	deadline pg_catalog.timestamptz, OUT locked pg_catalog.bool, OUT revoke_token pg_catalog.int8,
-	OUT owner pg_catalog.text)
+	deadline pg_catalog.timestamptz, slice pg_catalog.timestamptz, OUT locked pg_catalog.bool,
+	OUT revoke_token pg_catalog.int8, OUT owner pg_catalog.text)
 LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
 AS $dlock$
 DECLARE
@@ -325,7 +341,9 @@ BEGIN
 		locked := false;
 		busy := false;
 		BEGIN
-			PERFORM @extschema@.dlock_sql_bound($3, 0);
+			-- The lease row is waited for until slice only (at most
+			-- deadline): the caller then reads its lockers again.
+			PERFORM @extschema@.dlock_sql_bound(LEAST($3, $4), 0);
 			SELECT x.token, x.owner, x.acquired_at INTO l FROM @extschema@.dlock_lease AS x
 			 WHERE x.name = $1 FOR UPDATE;
 			locked := true;
@@ -370,9 +388,9 @@ BEGIN
 	END LOOP;
 END
 $dlock$;
-REVOKE ALL ON FUNCTION @extschema@.dlock_sql_revoke_lock(pg_catalog.text, pg_catalog.int8, pg_catalog.timestamptz) FROM PUBLIC;
-COMMENT ON FUNCTION @extschema@.dlock_sql_revoke_lock(pg_catalog.text, pg_catalog.int8, pg_catalog.timestamptz) IS
-	'internal (dlock_revoke): take the hand-over''s locks on the lease of name by deadline and keep them only for a lease to revoke, never holding the lease row while a renewal or release holds the expiry row';
+REVOKE ALL ON FUNCTION @extschema@.dlock_sql_revoke_lock(pg_catalog.text, pg_catalog.int8, pg_catalog.timestamptz, pg_catalog.timestamptz) FROM PUBLIC;
+COMMENT ON FUNCTION @extschema@.dlock_sql_revoke_lock(pg_catalog.text, pg_catalog.int8, pg_catalog.timestamptz, pg_catalog.timestamptz) IS
+	'internal (dlock_revoke): take the hand-over''s locks on the lease of name by deadline (waiting for the lease row until slice) and keep them only for a lease to revoke, never holding the lease row while a renewal or release holds the expiry row';
 
 -- dlock_revoke: wait, as a hand-over does (FOR UPDATE on the lease row,
 -- bounded by lock_timeout: dlock_sql_revoke_lock), until no transaction
@@ -425,8 +443,14 @@ BEGIN
 		END IF;
 		pins := @extschema@.dlock_sql_pinners($1);
 		waited_for := ARRAY(SELECT DISTINCT p FROM pg_catalog.unnest(waited_for || pins) AS p ORDER BY p);
-		r := @extschema@.dlock_sql_revoke_lock($1, $2, deadline);
+		-- The lease row's lock is waited for 100 ms at a time, and its
+		-- lockers read again in between: a transaction that takes the
+		-- check protection during the wait (a share lock is granted beside
+		-- the others while the revoke sleeps) is waited for too, and named.
+		r := @extschema@.dlock_sql_revoke_lock($1, $2, deadline,
+			pg_catalog.clock_timestamp() + '100 ms'::pg_catalog.interval);
 		EXIT WHEN r.locked;
+		CONTINUE WHEN pg_catalog.clock_timestamp() < deadline;
 		IF $2 IS NOT NULL AND NOT EXISTS (SELECT FROM @extschema@.dlock_lease AS x
 										   WHERE x.name = $1 AND x.token = $2) THEN
 			RETURN;
@@ -520,16 +544,19 @@ BEGIN
 	IF pg_catalog.left(last, pg_catalog.length(mine)) = mine THEN
 		at := pg_catalog.substr(last, pg_catalog.length(mine) + 1)::pg_catalog.timestamptz;
 	END IF;
-	-- dlock_sql_ending's probe uses a subtransaction XID where it gets its
-	-- lock: asked only before a round of signals (at most one per 100 ms),
-	-- not at every poll.
-	IF (at IS NULL OR pg_catalog.clock_timestamp() >= at + '100 ms'::pg_catalog.interval)
-	   AND NOT @extschema@.dlock_sql_ending($1) THEN
+	-- At most one round per 100 ms.  dlock_sql_ending's probe uses a
+	-- subtransaction XID where it gets its lock: asked only before a round
+	-- that signals somebody, never while the pinners are sessions the
+	-- tables' owner may not signal (which can hold the lease for the rest
+	-- of the wait).
+	IF at IS NULL OR pg_catalog.clock_timestamp() >= at + '100 ms'::pg_catalog.interval THEN
 		pins := @extschema@.dlock_sql_pinners($1);
 		IF pins <> '{}' THEN
-			-- A cancel first, then a terminate (a session's state may be
-			-- unreadable to the tables' owner, as with revoke).
-			PERFORM @extschema@.dlock_sql_end_pinners($1, pins, at IS NOT NULL);
+			IF @extschema@.dlock_sql_signallable(pins) <> '{}' AND NOT @extschema@.dlock_sql_ending($1) THEN
+				-- A cancel first, then a terminate (a session's state may
+				-- be unreadable to the tables' owner, as with revoke).
+				PERFORM @extschema@.dlock_sql_end_pinners($1, pins, at IS NOT NULL);
+			END IF;
 			PERFORM pg_catalog.set_config('dlock_sql.pin_signalled', mine || pg_catalog.clock_timestamp()::pg_catalog.text, true);
 		END IF;
 	END IF;

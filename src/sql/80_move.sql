@@ -63,6 +63,47 @@ REVOKE ALL ON FUNCTION @extschema@.dlock_export() FROM PUBLIC;
 COMMENT ON FUNCTION @extschema@.dlock_export() IS
 	'the lease state (every lease, its holder role by name, the highest token handed out) as jsonb, for dlock_import of either edition; locks dlock_lease against acquisitions until the transaction ends; the extension owner, superusers and roles granted EXECUTE only';
 
+-- dlock_sql_import found a lease row locked by another transaction
+-- (FOR UPDATE NOWAIT): say which leases, and why, with 55P03.  The rows it
+-- can lock now (SKIP LOCKED) are the free ones; of the others, those that
+-- a share lock can join are held by checkers (the check protection), the
+-- rest by a transaction changing the lease (dlock_sql_ending, 72_operators.sql).
+CREATE FUNCTION @extschema@.dlock_sql_import_refuse()
+RETURNS void
+LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
+AS $dlock$
+DECLARE
+	locked pg_catalog.text[];
+	pinned pg_catalog.text[];
+	changing pg_catalog.text[];
+BEGIN
+	locked := ARRAY(SELECT l.name FROM @extschema@.dlock_lease AS l
+					 WHERE l.name OPERATOR(pg_catalog.<>) ALL (ARRAY(
+						SELECT f.name FROM @extschema@.dlock_lease AS f FOR UPDATE SKIP LOCKED))
+					 ORDER BY l.name COLLATE pg_catalog."C");
+	pinned := ARRAY(SELECT n FROM pg_catalog.unnest(locked) AS n WHERE NOT @extschema@.dlock_sql_ending(n));
+	changing := ARRAY(SELECT n FROM pg_catalog.unnest(locked) AS n WHERE n OPERATOR(pg_catalog.<>) ALL (pinned));
+	IF pg_catalog.cardinality(pinned) OPERATOR(pg_catalog.>) 0 OR pg_catalog.cardinality(changing) OPERATOR(pg_catalog.=) 0 THEN
+		RAISE EXCEPTION 'cannot import dlock leases while a transaction holds the check protection of one'
+			USING ERRCODE = '55P03',
+				  DETAIL = CASE WHEN pg_catalog.cardinality(pinned) OPERATOR(pg_catalog.=) 0
+								THEN 'A transaction that checked a lease has just ended.'
+								WHEN pg_catalog.cardinality(pinned) OPERATOR(pg_catalog.=) 1
+								THEN pg_catalog.format('A transaction that checked lease "%s" is still open; a lease does not change hands while one is.', pinned[1])
+								ELSE pg_catalog.format('Transactions that checked %s leases, among them "%s", are still open; a lease does not change hands while one is.',
+													   pg_catalog.cardinality(pinned), pinned[1]) END,
+				  HINT = 'End those transactions, or revoke the leases with dlock_revoke(name, force => true), then import again.';
+	END IF;
+	RAISE EXCEPTION 'could not import dlock leases: a change of lease "%" is in progress', changing[1]
+		USING ERRCODE = '55P03',
+			  DETAIL = 'A transaction that changes the lease (an acquire or a revoke) has not ended.',
+			  HINT = 'Import again once it has.';
+END
+$dlock$;
+REVOKE ALL ON FUNCTION @extschema@.dlock_sql_import_refuse() FROM PUBLIC;
+COMMENT ON FUNCTION @extschema@.dlock_sql_import_refuse() IS
+	'internal (dlock_import): raise 55P03 for an import that found a lease row locked, naming a lease whose check protection a transaction holds (or that a transaction is changing)';
+
 -- The work of dlock_import, as the tables' owner, for a caller that may
 -- execute dlock_import (the privilege on the API function decides).
 CREATE FUNCTION @extschema@.dlock_sql_import(state pg_catalog.jsonb, replace pg_catalog.bool)
@@ -108,6 +149,20 @@ BEGIN
 							  THEN 'Release the held leases or let them expire first; dlock_import(state, replace => true) then replaces the rows.'
 							  ELSE 'Call dlock_import(state, replace => true) to replace them.' END;
 	END IF;
+	-- Not while a transaction holds the check protection of a lease that
+	-- is no longer held (the row's FOR SHARE, 30_lease.sql): a lease never
+	-- changes hands under it, and the DELETE below would wait for that
+	-- transaction, for as long as it stays open.  Every lease row is locked
+	-- as a hand-over locks it, without waiting (55P03, as the C edition's
+	-- import refuses); from then on no check can take its protection.
+	-- Another lock on a row (an acquire or a revoke that locked it before
+	-- the table lock above, and now waits for it) is refused too: waiting
+	-- would be a deadlock.  The block's subtransaction is the call's only one.
+	BEGIN
+		PERFORM FROM @extschema@.dlock_lease AS l FOR UPDATE NOWAIT;
+	EXCEPTION WHEN lock_not_available THEN
+		PERFORM @extschema@.dlock_sql_import_refuse();
+	END;
 	SELECT pg_catalog.string_agg(DISTINCT coalesce(pg_catalog.quote_ident(r.role), '(dropped)'), ', ') INTO missing
 	  FROM @extschema@.dlock_import_leases(state) AS r
 	 WHERE r.released_at IS NULL AND r.expires_at OPERATOR(pg_catalog.>) pg_catalog.clock_timestamp()

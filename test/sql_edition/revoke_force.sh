@@ -26,11 +26,15 @@ trap cleanup EXIT
 "${psql[@]}" -c "GRANT pg_signal_backend TO dlock_owner" \
 	-c "CREATE TABLE rf_write (v text)" -c "GRANT ALL ON rf_write TO alice"
 
-# case_run NAME SQL ENDED ALIVE: alice's session checks the lease, runs SQL
-# and stays in its transaction; a forced revoke must end it (ENDED: t), and
-# the session must then be gone (ALIVE 0: terminated) or live on (1).
+# case_run NAME SQL ENDED ALIVE [WAIT]: alice's session checks the lease,
+# runs SQL and stays in its transaction; a forced revoke (wait => WAIT,
+# default 300 ms) must end it (ENDED: t), and the session must then be
+# gone (ALIVE 0: terminated) or live on (1).  With wait => 0 or 1 ms the
+# revoke must not give up before the ended backend has let the lease go
+# (the C edition's finding: each round after the signals waits at least a
+# second).
 case_run() {
-	local name=$1 body=$2 want_ended=$3 want_alive=$4
+	local name=$1 body=$2 want_ended=$3 want_alive=$4 wait=${5:-300 ms}
 	local tok pid out revoked newer
 	tok=$("${psql[@]}" -U alice -c "SELECT dlock.dlock_acquire('rf-$name', '1 min')")
 	{ echo "BEGIN; SELECT dlock.dlock_check('rf-$name', $tok); $body"; sleep 60; } |
@@ -44,7 +48,7 @@ case_run() {
 	[ -n "$pid" ] || fail "$name: the session did not start"
 	sleep 0.3
 	out=$("${psql[@]}" -c "SELECT revoked_token = $tok, waited_for = ARRAY[$pid], ended = ARRAY[$pid]
-		FROM dlock.dlock_revoke('rf-$name', wait => '300 ms', force => true)")
+		FROM dlock.dlock_revoke('rf-$name', wait => '$wait', force => true)" 2>&1)
 	[ "$out" = "t|t|$want_ended" ] || fail "$name: revoke answered $out (token, waited_for, ended)"
 	out=$("${psql[@]}" -U alice -c "SELECT dlock.dlock_check('rf-$name', $tok),
 		dlock.dlock_renew('rf-$name', $tok, '1 min'), dlock.dlock_release('rf-$name', $tok)")
@@ -64,6 +68,9 @@ case_run running "INSERT INTO rf_write VALUES ('running'); SELECT pg_sleep(60);"
 grep -q "canceling statement" "$dir/running.out" || fail "running: not cancelled: $(cat "$dir/running.out")"
 case_run savepoint "SAVEPOINT s; INSERT INTO rf_write VALUES ('savepoint'); SELECT pg_sleep(60);" t 0
 grep -q "canceling statement" "$dir/savepoint.out" || fail "savepoint: not cancelled first"
+case_run idle0 "INSERT INTO rf_write VALUES ('idle0');" t 0 0
+case_run running1ms "INSERT INTO rf_write VALUES ('running1ms'); SELECT pg_sleep(60);" t 1 '1 ms'
+case_run savepoint0 "SAVEPOINT s; INSERT INTO rf_write VALUES ('savepoint0'); SELECT pg_sleep(60);" t 0 0
 
 # Bounded pinning (item 7): a session idle in its transaction after a check
 # holds the expired lease; with the holder's pin grace, a waiting acquire

@@ -567,22 +567,7 @@ ISOLATION_EXPECTED = {
 # the inserting transaction (the unique index), not in a row lock of
 # dlock's: dlock_waiters does not list it (docs/editions.md,
 # "dlock_waiters"; "Counters, waiters and cleanup").
-    # dlock_waiters_locks(), the view's source, shows every pid in the
-# SQL edition: a SECURITY DEFINER function cannot tell its caller's role
-# (docs/editions.md, Known gaps); the view hides them as in the C edition.
     "waiters": [
-        ('rows|pids\n'
-         '----+----\n'
-         '   2|   0\n',
-         'rows|pids\n'
-         '----+----\n'
-         '   2|   2\n'),
-        ('rows|pids\n'
-         '----+----\n'
-         '   1|   0\n',
-         'rows|pids\n'
-         '----+----\n'
-         '   1|   1\n'),
         ('\n'
          'name|kind   |position|backend|role_shown|state |since_known|no_deadline|lease_known\n'
          '----+-------+--------+-------+----------+------+-----------+-----------+-----------\n'
