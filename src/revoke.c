@@ -80,48 +80,37 @@ NamePinningPids(const LOCKTAG *tag)
  * (from PostgreSQL 18 on, an autovacuum worker also for roles with the
  * privileges of pg_signal_autovacuum_worker: DlockMayEndRoleless); another
  * only for roles with the privileges of its role or of pg_signal_backend.
- * With raise, ERROR when not; else false.
+ * ERROR when not.
  */
-static bool
-MayEnd(int pid, bool raise)
+static void
+CheckMayEnd(int pid)
 {
 	PGPROC	   *proc = BackendPidGetProc(pid);
 	Oid			role;
 
 	if (proc == NULL)
-		return true;			/* gone already: nothing will be signalled */
+		return;					/* gone already: nothing will be signalled */
 	role = proc->roleId;
 	if (!OidIsValid(role))
 	{
-		if (DlockMayEndRoleless(proc))
-			return true;
-		if (!raise)
-			return false;
-		ereport(ERROR,
-				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
-				 errmsg("permission denied to end process %d", pid),
-				 errdetail("Only superusers may end a process that has no role, such as an autovacuum worker.")));
+		if (!DlockMayEndRoleless(proc))
+			ereport(ERROR,
+					(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+					 errmsg("permission denied to end process %d", pid),
+					 errdetail("Only superusers may end a process that has no role, such as an autovacuum worker.")));
+		return;
 	}
 	if (superuser_arg(role) && !superuser())
-	{
-		if (!raise)
-			return false;
 		ereport(ERROR,
 				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
 				 errmsg("permission denied to end process %d", pid),
 				 errdetail("Only superusers may end a superuser's session.")));
-	}
 	if (!has_privs_of_role(GetUserId(), role) &&
 		!has_privs_of_role(GetUserId(), ROLE_PG_SIGNAL_BACKEND))
-	{
-		if (!raise)
-			return false;
 		ereport(ERROR,
 				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
 				 errmsg("permission denied to end process %d", pid),
 				 errdetail("Only roles with the privileges of the role whose process is being ended or with the privileges of the \"pg_signal_backend\" role may end it.")));
-	}
-	return true;
 }
 
 /* The pid of a backend found holding the check protection, and its transaction. */
@@ -302,7 +291,7 @@ PinnersToEnd(const LOCKTAG *tag, RevokeTarget *revoke)
 }
 
 /*
- * Check each of pinners against pg_signal_backend's rules (MayEnd), for a
+ * Check each of pinners against pg_signal_backend's rules (CheckMayEnd), for a
  * revoke: ERROR if the caller may not end one.
  */
 static void
@@ -311,7 +300,7 @@ CheckMayEndPinners(List *pinners)
 	ListCell   *lc;
 
 	foreach(lc, pinners)
-		(void) MayEnd(((NamePinner *) lfirst(lc))->pid, true);
+		CheckMayEnd(((NamePinner *) lfirst(lc))->pid);
 }
 
 /*
@@ -464,7 +453,7 @@ RevokeResult(FunctionCallInfo fcinfo, int64 token, List *waited, List *ended)
 
 /*
  * Terminate the backends that hold the check protection now and were not
- * terminated yet (PinnersToEnd, MayEnd): after the round of ending, a
+ * terminated yet (PinnersToEnd, CheckMayEnd): after the round of ending, a
  * check that vouched since (a newcomer, or a check that was still waiting
  * for the state lock during the round) is ended as one that took the
  * protection during the cancel wait is.  True if it signalled any.
