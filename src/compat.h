@@ -19,6 +19,9 @@
  *		- INTERVAL_NOT_FINITE: infinite intervals arrive in 17.
  *		- rd_locator and object_ownercheck() replace rd_node and
  *		  pg_extension_ownercheck() in 16 (token.c; 18 builds with them).
+		- LockInstanceData's vxid (procNumber) replaces its backend and
+		  lxid fields in 17, with the rest of the BackendId to ProcNumber
+		  change (DlockVxidGetProc); 14 and 18 build either side.
  *
  * Copyright (c) 2026, the dlock developers
  *
@@ -170,6 +173,39 @@
 #define DlockHasPgstatPermissions(role) \
 	(is_member_of_role(GetUserId(), ROLE_PG_READ_ALL_STATS) || \
 	 has_privs_of_role(GetUserId(), (role)))
+#endif
+
+/*
+ * The virtual transaction ID of a lock-status entry (GetLockStatusData):
+ * separate backend and lxid fields before PostgreSQL 17, a
+ * VirtualTransactionId (procNumber, localTransactionId) from 17 on.
+ */
+#if PG_VERSION_NUM >= 170000
+#define DlockLockInstanceVxid(vxid_dst, inst) ((vxid_dst) = (inst)->vxid)
+#else
+#define DlockLockInstanceVxid(vxid_dst, inst) \
+	((vxid_dst).backendId = (inst)->backend, \
+	 (vxid_dst).localTransactionId = (inst)->lxid)
+#endif
+
+/*
+ * May the current role end proc, a backend that advertises no role (an
+ * autovacuum worker, a background worker connected without one), by
+ * pg_signal_backend's rule (signalfuncs.c)?  Such a process counts as a
+ * superuser's: only superusers may.  From PostgreSQL 18 on, an autovacuum
+ * worker may be ended by the roles with the privileges of
+ * pg_signal_autovacuum_worker (a superuser has them), and only by them.
+ */
+#if PG_VERSION_NUM >= 180000
+#include "storage/proc.h"
+#include "utils/backend_status.h"
+#define DlockMayEndRoleless(proc) \
+	(pgstat_get_backend_type_by_proc_number(GetNumberFromPGProc(proc)) == \
+	 B_AUTOVAC_WORKER ? \
+	 has_privs_of_role(GetUserId(), ROLE_PG_SIGNAL_AUTOVACUUM_WORKER) : \
+	 superuser())
+#else
+#define DlockMayEndRoleless(proc) superuser()
 #endif
 
 /*

@@ -32,6 +32,7 @@
 #include "funcapi.h"
 #include "miscadmin.h"
 #include "storage/lock.h"
+#include "storage/lwlock.h"
 #include "storage/proc.h"
 #include "storage/procarray.h"
 #include "utils/acl.h"
@@ -72,23 +73,14 @@ NamePinningPids(const LOCKTAG *tag)
 	return pids;
 }
 
-/* Send sig to the backend pid, as pg_signal_backend does. */
-static void
-SignalBackend(int pid, int sig)
-{
-#ifdef HAVE_SETSID
-	if (kill(-pid, sig) == 0)
-		return;
-#endif
-	if (kill(pid, sig) != 0)
-		ereport(WARNING,
-				(errmsg("could not send signal to process %d: %m", pid)));
-}
-
 /*
  * May the current user end backend pid, by pg_signal_backend's rules?  A
- * superuser's backend only for superusers; another only for members of its
- * role or of pg_signal_backend.
+ * superuser's backend, or one without a role (an autovacuum worker, a
+ * background worker that connected without one), only for superusers
+ * (from PostgreSQL 18 on, an autovacuum worker also for roles with the
+ * privileges of pg_signal_autovacuum_worker: DlockMayEndRoleless); another
+ * only for roles with the privileges of its role or of pg_signal_backend.
+ * ERROR when not.
  */
 static void
 CheckMayEnd(int pid)
@@ -97,9 +89,18 @@ CheckMayEnd(int pid)
 	Oid			role;
 
 	if (proc == NULL)
-		return;					/* gone already */
+		return;					/* gone already: nothing will be signalled */
 	role = proc->roleId;
-	if ((!OidIsValid(role) || superuser_arg(role)) && !superuser())
+	if (!OidIsValid(role))
+	{
+		if (!DlockMayEndRoleless(proc))
+			ereport(ERROR,
+					(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+					 errmsg("permission denied to end process %d", pid),
+					 errdetail("Only superusers may end a process that has no role, such as an autovacuum worker.")));
+		return;
+	}
+	if (superuser_arg(role) && !superuser())
 		ereport(ERROR,
 				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
 				 errmsg("permission denied to end process %d", pid),
@@ -110,6 +111,56 @@ CheckMayEnd(int pid)
 				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
 				 errmsg("permission denied to end process %d", pid),
 				 errdetail("Only roles with the privileges of the role whose process is being ended or with the privileges of the \"pg_signal_backend\" role may end it.")));
+}
+
+/* The pid of a backend found holding the check protection, and its transaction. */
+typedef struct NamePinner
+{
+	int			pid;
+	VirtualTransactionId vxid;	/* LockInstanceData.vxid when it was listed */
+} NamePinner;
+
+/*
+ * Send sig to the backend of pinner, as pg_signal_backend does, if it still
+ * runs the transaction it was listed in: the comparison and the kill are
+ * done under ProcArrayLock, as SignalVirtualTransaction (procarray.c) does,
+ * so that a backend whose listed transaction has ended since is left alone,
+ * rather than its next statement cancelled or its session terminated.  A
+ * transaction with an XID clears its virtual transaction ID under
+ * ProcArrayLock (ProcArrayEndTransaction), so it is still running when the
+ * signal is sent; one without an XID clears it without the lock, so it may
+ * end between the comparison and the kill, a few instructions apart
+ * (src/README, "Revoking").  True if the signal was sent.  *err is the
+ * errno of a failed kill, 0 otherwise.
+ */
+static bool
+SignalPinner(const NamePinner *pinner, int sig, int *err)
+{
+	PGPROC	   *proc;
+	VirtualTransactionId now;
+	bool		sent = false;
+
+	*err = 0;
+	LWLockAcquire(ProcArrayLock, LW_SHARED);
+	proc = BackendPidGetProcWithLock(pinner->pid);
+	if (proc != NULL)
+	{
+		GET_VXID_FROM_PGPROC(now, *proc);
+		if (VirtualTransactionIdEquals(now, pinner->vxid))
+		{
+#ifdef HAVE_SETSID
+			if (kill(-pinner->pid, sig) == 0)
+				sent = true;
+			else
+#endif
+			if (kill(pinner->pid, sig) == 0)
+				sent = true;
+			else
+				*err = errno;
+		}
+	}
+	LWLockRelease(ProcArrayLock);
+	return sent;
 }
 
 /*
@@ -123,21 +174,23 @@ CheckMayEnd(int pid)
  * nothing (FenceLeaseHeldBy); it is a pinner once it has answered true.  A
  * transaction whose earlier check vouched and that now waits for the state
  * lock again is left alone for that wait too: it waits for a state change
- * in progress, which the caller waits for anyway.  Their pids, as a list of
- * ints.  It reads the lock manager's whole state (GetLockStatusData), which
- * only a waiter past a pin grace, a forced revoke and a refused import do.
+ * in progress, which the caller waits for anyway.  Each with the virtual
+ * transaction it holds the lock in (NamePinner), as a list.  It reads the
+ * lock manager's whole state (GetLockStatusData), which only a waiter past
+ * a pin grace, a forced revoke and a refused import do.
  */
-List *
-NameCheckHolderPids(const LOCKTAG *tag)
+static List *
+NameCheckHolders(const LOCKTAG *tag)
 {
 	LockData   *data = GetLockStatusData();
-	List	   *pids = NIL;
+	List	   *pinners = NIL;
 	int			i;
 
 	for (i = 0; i < data->nelements; i++)
 	{
 		const LockInstanceData *inst = &data->locks[i];
 		const LOCKTAG *t = &inst->locktag;
+		NamePinner *pinner;
 
 		if (t->locktag_type != tag->locktag_type ||
 			t->locktag_lockmethodid != tag->locktag_lockmethodid ||
@@ -147,11 +200,27 @@ NameCheckHolderPids(const LOCKTAG *tag)
 			t->locktag_field4 != tag->locktag_field4 ||
 			inst->pid == MyProcPid || inst->pid == 0)
 			continue;
-		if ((inst->holdMask & LOCKBIT_ON(DLOCK_LOCK_CHECK)) != 0 &&
-			(inst->holdMask & LOCKBIT_ON(DLOCK_LOCK_HANDOVER)) == 0 &&
-			inst->waitLockMode == NoLock)
-			pids = list_append_unique_int(pids, inst->pid);
+		if ((inst->holdMask & LOCKBIT_ON(DLOCK_LOCK_CHECK)) == 0 ||
+			(inst->holdMask & LOCKBIT_ON(DLOCK_LOCK_HANDOVER)) != 0 ||
+			inst->waitLockMode != NoLock)
+			continue;
+		pinner = palloc(sizeof(NamePinner));
+		pinner->pid = inst->pid;
+		DlockLockInstanceVxid(pinner->vxid, inst);
+		pinners = lappend(pinners, pinner);
 	}
+	return pinners;
+}
+
+/* NameCheckHolders, as a list of pids (ints). */
+List *
+NameCheckHolderPids(const LOCKTAG *tag)
+{
+	List	   *pids = NIL;
+	ListCell   *lc;
+
+	foreach(lc, NameCheckHolders(tag))
+		pids = list_append_unique_int(pids, ((NamePinner *) lfirst(lc))->pid);
 	return pids;
 }
 
@@ -194,79 +263,137 @@ RevokeTargetHolds(RevokeTarget *target)
 
 /*
  * The backends to end: those holding the check protection without the
- * hand-over lock (NameCheckHolderPids), for a revoke as for a waiter past
- * a pin grace.  A hand-over, a renewal, a release or a reset in progress
- * holds no check protection and is never ended.  For a revoke, NIL once
- * its lease is no longer one to revoke: read after the pids, so that no
- * pid is that of a check of a newer lease (a check of a new token comes
- * after its acquire committed, which the read then sees).
+ * hand-over lock (NameCheckHolders), for a revoke as for a waiter past a
+ * pin grace, each with the transaction it was seen in.  A hand-over, a
+ * renewal, a release or a reset in progress holds no check protection and
+ * is never ended, nor is a backend whose transaction has ended already
+ * (an invalid virtual transaction ID: it is only giving its locks back).
+ * For a revoke, NIL once its lease is no longer one to revoke: read after
+ * the list, so that none is a check of a newer lease (a check of a new
+ * token comes after its acquire committed, which the read then sees).
  */
 static List *
-PidsToEnd(const LOCKTAG *tag, RevokeTarget *revoke)
+PinnersToEnd(const LOCKTAG *tag, RevokeTarget *revoke)
 {
-	List	   *pids = NameCheckHolderPids(tag);
+	List	   *pinners = NIL;
+	ListCell   *lc;
 
-	if (revoke != NULL && pids != NIL && !RevokeTargetHolds(revoke))
+	foreach(lc, NameCheckHolders(tag))
+	{
+		NamePinner *pinner = lfirst(lc);
+
+		if (VirtualTransactionIdIsValid(pinner->vxid))
+			pinners = lappend(pinners, pinner);
+	}
+	if (revoke != NULL && pinners != NIL && !RevokeTargetHolds(revoke))
 		return NIL;
-	return pids;
+	return pinners;
 }
 
-/* Log and send sig to each backend of pids (SIGINT: cancel, else end). */
+/*
+ * Check each of pinners against pg_signal_backend's rules (CheckMayEnd), for a
+ * revoke: ERROR if the caller may not end one.
+ */
 static void
-SignalPids(List *pids, text *name, int sig)
+CheckMayEndPinners(List *pinners)
 {
 	ListCell   *lc;
 
-	foreach(lc, pids)
-	{
-		PGPROC	   *proc = BackendPidGetProc(lfirst_int(lc));
-		char	   *rolname = proc ? GetUserNameFromId(proc->roleId, true) : NULL;
+	foreach(lc, pinners)
+		CheckMayEnd(((NamePinner *) lfirst(lc))->pid);
+}
 
+/*
+ * Send sig (SIGINT: cancel, else terminate) to each backend of pinners that
+ * still runs the transaction it was listed in (SignalPinner), and log each
+ * one signalled, after the signal.  A waiter past a pin grace (for_revoke
+ * false) ends them without the privilege rule (the grace is the
+ * superuser's bound), except a backend without a role, such as an
+ * autovacuum worker, which it ends only if pg_signal_backend would let it
+ * (DlockMayEndRoleless), and logs with LOG_SERVER_ONLY: its client may not
+ * see the pid and role of another role's pinner (dlock_waiters hides
+ * them).  A forced revoke's lines may reach its caller, who is shown what
+ * it ended anyway.  The pids signalled, as a list of ints.
+ */
+static List *
+SignalPinners(List *pinners, text *name, int sig, bool for_revoke)
+{
+	int			level = for_revoke ? LOG : LOG_SERVER_ONLY;
+	List	   *sent = NIL;
+	ListCell   *lc;
+
+	foreach(lc, pinners)
+	{
+		const NamePinner *pinner = lfirst(lc);
+		PGPROC	   *proc = BackendPidGetProc(pinner->pid);
+		char	   *rolname = NULL;
+		int			err;
+
+		if (proc == NULL || list_member_int(sent, pinner->pid))
+			continue;			/* gone already */
+		if (OidIsValid(proc->roleId))
+			rolname = GetUserNameFromId(proc->roleId, true);
+		else if (!for_revoke && !DlockMayEndRoleless(proc))
+			continue;			/* waited for until the deadline */
+		if (!SignalPinner(pinner, sig, &err))
+		{
+			if (err != 0)
+			{
+				errno = err;
+				ereport(for_revoke ? WARNING : LOG_SERVER_ONLY,
+						(errmsg("could not send signal to process %d: %m",
+								pinner->pid)));
+			}
+			continue;
+		}
+		sent = lappend_int(sent, pinner->pid);
 		if (sig != SIGINT)
-			ereport(LOG,
+			ereport(level,
 					(errmsg("dlock: terminating process %d, which still holds lease \"%s\" back",
-							lfirst_int(lc), text_to_cstring(name))));
+							pinner->pid, text_to_cstring(name))));
 		else if (rolname != NULL)
-			ereport(LOG,
+			ereport(level,
 					(errmsg("dlock: cancelling process %d of role \"%s\", which holds lease \"%s\" back",
-							lfirst_int(lc), rolname, text_to_cstring(name))));
+							pinner->pid, rolname, text_to_cstring(name))));
 		else
-			ereport(LOG,
+			ereport(level,
 					(errmsg("dlock: cancelling process %d, which holds lease \"%s\" back",
-							lfirst_int(lc), text_to_cstring(name))));
-		SignalBackend(lfirst_int(lc), sig);
+							pinner->pid, text_to_cstring(name))));
 	}
+	return sent;
 }
 
 /*
  * End the transactions holding the name's check protection without its
- * hand-over lock (PidsToEnd): for a revoke (revoke not NULL) each checked
+ * hand-over lock (PinnersToEnd): for a revoke (revoke not NULL) each checked
  * against pg_signal_backend's rules first, and none once the revoke's lease
  * is no longer one to revoke; for a waiting acquire past a pin grace
- * without the privilege rule.  Cancel each (a running statement ends, and
- * its transaction rolls back), and terminate each that still holds it
+ * without the privilege rule, but for backends without a role
+ * (SignalPinners).  Cancel each (a running statement ends, and its
+ * transaction rolls back), and terminate each that still holds it
  * DLOCK_CANCEL_GRACE_MS later or at deadline, whichever comes first (a
  * session idle in its transaction ignores a cancel), as hot standby does
  * for a recovery conflict.  A backend that took the check protection
  * during the cancel wait is terminated too, privilege-checked the same
- * way.  Each is logged.  The pids ended; for a revoke, the pids waited for
- * and terminated are also added to its lists.
+ * way.  A signal goes only to a backend that still runs the transaction it
+ * was listed in (SignalPinner), and each one sent is logged.  The pids
+ * signalled; for a revoke, the pids waited for and terminated are also
+ * added to its lists.
  */
 List *
 EndPinningBackends(const LOCKTAG *tag, text *name, RevokeTarget *revoke,
 				   TimestampTz deadline)
 {
-	List	   *pids = PidsToEnd(tag, revoke);
-	List	   *left;
-	ListCell   *lc;
+	List	   *pinners = PinnersToEnd(tag, revoke);
+	List	   *ended;
+	List	   *terminated;
 	TimestampTz grace_end;
 
-	if (pids == NIL)
+	if (pinners == NIL)
 		return NIL;
 	if (revoke != NULL)
-		foreach(lc, pids)
-			CheckMayEnd(lfirst_int(lc));
-	SignalPids(pids, name, SIGINT);
+		CheckMayEndPinners(pinners);
+	ended = SignalPinners(pinners, name, SIGINT, revoke != NULL);
 	grace_end = Min(deadline,
 					TimestampTzPlusMilliseconds(GetCurrentTimestamp(),
 												DLOCK_CANCEL_GRACE_MS));
@@ -280,18 +407,17 @@ EndPinningBackends(const LOCKTAG *tag, text *name, RevokeTarget *revoke,
 		w.queued = false;
 		(void) WaitForNameFree(tag, DLOCK_LOCK_HANDOVER, &w,
 							   revoke != NULL ? &revoke->waited : NULL);
-		if (PidsToEnd(tag, revoke) == NIL)
-			return pids;
+		if (PinnersToEnd(tag, revoke) == NIL)
+			return ended;
 	}
-	left = PidsToEnd(tag, revoke);
+	pinners = PinnersToEnd(tag, revoke);
 	if (revoke != NULL)
-	{
-		foreach(lc, left)
-			CheckMayEnd(lfirst_int(lc));
-		revoke->terminated = list_concat_unique_int(revoke->terminated, left);
-	}
-	SignalPids(left, name, SIGTERM);
-	return list_concat_unique_int(pids, left);
+		CheckMayEndPinners(pinners);
+	terminated = SignalPinners(pinners, name, SIGTERM, revoke != NULL);
+	if (revoke != NULL)
+		revoke->terminated = list_concat_unique_int(revoke->terminated,
+													terminated);
+	return list_concat_unique_int(ended, terminated);
 }
 
 /* A list of pids as an int4[]. */
@@ -327,29 +453,29 @@ RevokeResult(FunctionCallInfo fcinfo, int64 token, List *waited, List *ended)
 
 /*
  * Terminate the backends that hold the check protection now and were not
- * terminated yet (PidsToEnd, CheckMayEnd): after the round of ending, a
+ * terminated yet (PinnersToEnd, CheckMayEnd): after the round of ending, a
  * check that vouched since (a newcomer, or a check that was still waiting
  * for the state lock during the round) is ended as one that took the
- * protection during the cancel wait is.  True if it ended any.
+ * protection during the cancel wait is.  True if it signalled any.
  */
 static bool
 RevokeEndNewPinners(const LOCKTAG *tag, RevokeTarget *target)
 {
-	List	   *pids = PidsToEnd(tag, target);
 	List	   *fresh = NIL;
+	List	   *sent;
 	ListCell   *lc;
 
-	foreach(lc, pids)
-		if (!list_member_int(target->terminated, lfirst_int(lc)))
-			fresh = lappend_int(fresh, lfirst_int(lc));
+	foreach(lc, PinnersToEnd(tag, target))
+		if (!list_member_int(target->terminated,
+							 ((NamePinner *) lfirst(lc))->pid))
+			fresh = lappend(fresh, lfirst(lc));
 	if (fresh == NIL)
 		return false;
-	foreach(lc, fresh)
-		CheckMayEnd(lfirst_int(lc));
-	SignalPids(fresh, target->name, SIGTERM);
-	target->terminated = list_concat_unique_int(target->terminated, fresh);
-	target->ended = list_concat_unique_int(target->ended, fresh);
-	return true;
+	CheckMayEndPinners(fresh);
+	sent = SignalPinners(fresh, target->name, SIGTERM, true);
+	target->terminated = list_concat_unique_int(target->terminated, sent);
+	target->ended = list_concat_unique_int(target->ended, sent);
+	return sent != NIL;
 }
 
 /*

@@ -28,7 +28,7 @@ fi
 q() { psql -X -A -t -q -v ON_ERROR_STOP=1 -d "$db" "$@"; }
 psql -X -q -d postgres -c "SET client_min_messages = warning" -c "DROP DATABASE IF EXISTS $db" \
 	-c "CREATE DATABASE $db" || exit 1
-# The known sequence: two acquisitions, a busy answer, a renewal, a
+# The known sequence (and the pinned lease below: a fifth acquisition): two acquisitions, a busy answer, a renewal, a
 # release, two owner renewals, a takeover of an expired lease.
 q >/dev/null <<'SQL' || exit 1
 CREATE EXTENSION dlock;
@@ -45,14 +45,40 @@ SELECT dlock_acquire('short', '1 min');
 SQL
 shared=$(q -c "SELECT count(*) > 0 FROM dlock_stats_shared() WHERE name IS NULL")
 
+# The exporter's role: a plain login role in pg_monitor, as
+# docs/operations.md says; without pg_read_all_stats's privileges it would
+# not see since for another role's pinning transaction, and the pinning
+# alert would never fire.  A pinner of another role, app: a lease that
+# expired while a transaction that checked it stays open.
+psql -X -q -d postgres >/dev/null <<'SQL' || exit 1
+SET client_min_messages = warning;
+DROP ROLE IF EXISTS dlock_prom_exporter;
+DROP ROLE IF EXISTS dlock_prom_app;
+CREATE ROLE dlock_prom_exporter LOGIN IN ROLE pg_monitor;
+CREATE ROLE dlock_prom_app LOGIN;
+SQL
+q >/dev/null -c "GRANT EXECUTE ON ALL FUNCTIONS IN SCHEMA public TO dlock_prom_app" || exit 1
+pin_token=$(psql -X -A -t -q -U dlock_prom_app -d "$db" -c "SELECT dlock_acquire('pinned', '300 ms')") || exit 1
+fifo=$(mktemp -u)
+mkfifo "$fifo"
+psql -X -A -t -q -U dlock_prom_app -d "$db" <"$fifo" >/dev/null 2>&1 &
+pinner=$!
+exec 9>"$fifo"
+echo "BEGIN; SELECT dlock_check('pinned', $pin_token);" >&9
+for _ in $(seq 1 100); do
+	[ "$(q -c "SELECT count(*) FROM dlock_waiters WHERE kind = 'pinning' AND name = 'pinned'")" = 1 ] && break
+	sleep 0.1
+done
+q -c "SELECT pg_sleep(1.2)" >/dev/null
+
 port=$(/usr/bin/python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
 log=$(mktemp)
-DATA_SOURCE_NAME="postgresql://$(id -un)@/$db?host=$PGHOST&port=$PGPORT&sslmode=disable" \
+DATA_SOURCE_NAME="postgresql://dlock_prom_exporter@/$db?host=$PGHOST&port=$PGPORT&sslmode=disable" \
 	"$exporter" --web.listen-address="127.0.0.1:$port" --disable-default-metrics \
 	--disable-settings-metrics --extend.query-path="$top/examples/prometheus/queries.yaml" \
 	>"$log" 2>&1 &
 pid=$!
-trap 'kill "$pid" 2>/dev/null; wait "$pid" 2>/dev/null; rm -f "$log"; psql -X -q -d postgres -c "DROP DATABASE IF EXISTS $db" >/dev/null 2>&1' EXIT
+trap 'kill "$pid" 2>/dev/null; wait "$pid" 2>/dev/null; exec 9>&-; wait "$pinner" 2>/dev/null; rm -f "$log" "$fifo"; psql -X -q -d postgres -c "DROP DATABASE IF EXISTS $db" -c "DROP ROLE IF EXISTS dlock_prom_exporter" -c "DROP ROLE IF EXISTS dlock_prom_app" >/dev/null 2>&1' EXIT
 
 metrics=
 for _ in $(seq 1 100); do
@@ -75,7 +101,7 @@ expect() {
 	[ "$got" = "$2" ]
 	ok $? "$1 is $2 (got '${got}')"
 }
-expect dlock_stats_total_acquisitions 4
+expect dlock_stats_total_acquisitions 5
 expect dlock_stats_total_owner_renewals 2
 expect dlock_stats_total_renewals 1
 expect dlock_stats_total_releases 1
@@ -85,9 +111,14 @@ expect 'dlock_stats_releases{name="job"}' 1
 expect 'dlock_stats_acquisitions{name="leader"}' 1
 expect 'dlock_stats_takeovers{name="short"}' 1
 expect dlock_leases_held 2
-expect dlock_leases_idle 1
+expect dlock_leases_idle 2
 expect 'dlock_waiters_backends{kind="waiting"}' 0
-expect 'dlock_waiters_backends{kind="pinning"}' 0
+expect 'dlock_waiters_backends{kind="pinning"}' 1
+# The pinning transaction began over a second ago: the exporter's role
+# sees since (pg_monitor), so DlockLeasePinned can fire.
+oldest=$(value 'dlock_waiters_oldest_seconds{kind="pinning"}')
+/usr/bin/python3 -c "import sys; sys.exit(0 if float('${oldest:-0}') >= 1 else 1)" 2>/dev/null
+ok $? "dlock_waiters_oldest_seconds{kind=\"pinning\"} is at least 1 for the exporter's role (got '${oldest}')"
 if [ "$shared" = t ]; then
 	expect dlock_stats_total_busy 1
 	expect 'dlock_stats_busy{name="job"}' 1
