@@ -681,6 +681,14 @@ dlock_revoke(PG_FUNCTION_ARGS)
 	LeaseFetchSettled(rels, name, &lease);
 	if (!RevokeApplies(&lease, any_token, token, GetCurrentTimestamp()))
 		return RevokeResult(fcinfo, 0, NIL, NIL);
+
+	/*
+	 * Without a token, the lease to end is the one seen now: a later lease
+	 * (a waiter let in once the pinners this revoke ends are gone) is
+	 * another token's, ended by nobody (attack5 F7).
+	 */
+	any_token = false;
+	token = lease.token;
 	target.rels = rels;
 	target.name = name;
 	target.any_token = any_token;
