@@ -435,7 +435,8 @@ static bool StatsEvictOneLocked(void);
 /*
  * The total of this database, made if missing; the lock is held in
  * exclusive mode.  The table has room for 64 totals beyond the names'
- * (StatsHashSize); when it is full, a name's entry is evicted for the
+ * (StatsHashSize), and more while the server's spare shared memory lasts
+ * (dynahash takes it); when it is full, a name's entry is evicted for the
  * total, as totals are to stay exact (StatsEvictOneLocked).  NULL if there
  * is no room still: every entry is a total.
  */
