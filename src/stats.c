@@ -22,7 +22,9 @@
  * that does not fit (dlock.stats_max_names) is counted in its database's
  * total only.  The names' room is the cluster's, but a database below its
  * share of it takes room from the one holding the most (StatsEvictLocked),
- * whose evicted names become unknown.  A name's counters are NULL, not 0, where they may miss
+ * whose evicted names become unknown.  A dropped database's names and
+ * total go when its DROP DATABASE commits (StatsObjectAccess), so the
+ * share is divided between the databases that exist.  A name's counters are NULL, not 0, where they may miss
  * something (a10 F10): once a name of a database did not fit, its total
  * says so (missed), and then a name with no entry, and one whose entry was
  * made after that, may have missed events: unknown until a reset of the
@@ -40,7 +42,9 @@
 #include "access/stratnum.h"
 #include "access/table.h"
 #include "access/xact.h"
+#include "catalog/objectaccess.h"
 #include "catalog/pg_collation.h"
+#include "catalog/pg_database.h"
 #include "executor/executor.h"
 #include "funcapi.h"
 #include "miscadmin.h"
@@ -96,7 +100,8 @@ typedef struct StatsShared
 	LWLock	   *lock;
 	int			names;			/* entries that are names, not totals */
 	int			totals;			/* entries that are totals: the databases
-								 * that counted since the server started */
+								 * that counted since the server started,
+								 * but those dropped since */
 	bool		missed_anywhere;	/* names were missed in a database whose
 									 * total could not be made: every name
 									 * is unknown */
@@ -124,6 +129,7 @@ static HTAB *waiter_hash = NULL;
 static bool waiter_registered = false;
 static SubTransactionId waiter_subid;	/* the subtransaction that waits */
 static shmem_startup_hook_type prev_shmem_startup_hook = NULL;
+static object_access_hook_type prev_object_access_hook = NULL;
 
 /*
  * A change of the shared counters that must follow the fate of the
@@ -135,6 +141,8 @@ typedef struct StatsPending
 {
 	bool		forget;			/* remove the name's entry, else zero it */
 	text	   *name;			/* NULL: every entry of the database */
+	Oid			dropped;		/* valid: remove every entry of this
+								 * database (it is being dropped) */
 	int			nest_level;		/* of the (sub)transaction that asked */
 } StatsPending;
 
@@ -253,6 +261,7 @@ StatsWaitOf(int pid, TimestampTz *start, TimestampTz *deadline)
 
 static void StatsForgetNow(text *name);
 static void StatsResetNow(text *name);
+static void StatsForgetDatabaseNow(Oid dbid);
 
 /*
  * A wait ended by an error: its entry goes with the (sub)transaction.  The
@@ -271,7 +280,9 @@ StatsXactCallback(XactEvent event, void *arg)
 		{
 			StatsPending *p = (StatsPending *) lfirst(lc);
 
-			if (p->forget)
+			if (OidIsValid(p->dropped))
+				StatsForgetDatabaseNow(p->dropped);
+			else if (p->forget)
 				StatsForgetNow(p->name);
 			else
 				StatsResetNow(p->name);
@@ -320,9 +331,13 @@ StatsSubXactCallback(SubXactEvent event, SubTransactionId mySubid,
 		StatsPendingSubXactEnd(event == SUBXACT_EVENT_COMMIT_SUB);
 }
 
-/* Make a change of the shared counters when this transaction commits. */
+/*
+ * Make a change of the shared counters when this transaction commits: of
+ * the name (NULL: every name of this database), or with dropped valid,
+ * the removal of that database's entries.
+ */
 static void
-StatsAtCommit(text *name, bool forget)
+StatsAtCommit(text *name, bool forget, Oid dropped)
 {
 	MemoryContext old;
 	StatsPending *p;
@@ -332,6 +347,7 @@ StatsAtCommit(text *name, bool forget)
 	old = MemoryContextSwitchTo(TopTransactionContext);
 	p = palloc(sizeof(StatsPending));
 	p->forget = forget;
+	p->dropped = dropped;
 	p->name = NULL;
 	if (name != NULL)
 	{
@@ -341,6 +357,25 @@ StatsAtCommit(text *name, bool forget)
 	p->nest_level = GetCurrentTransactionNestLevel();
 	stats_pending = lappend(stats_pending, p);
 	MemoryContextSwitchTo(old);
+}
+
+/*
+ * A DROP DATABASE (attack5 F4): the database's shared counters go when it
+ * commits, so that its names stop holding room and it stops counting in
+ * the share of the others.  The hook runs in dropdb before its last
+ * checks; an error after it rolls the removal back with the transaction.
+ * No backend is connected to the database by then (dropdb refuses or ends
+ * them, and its lock keeps new ones out), so nothing counts for it again.
+ */
+static void
+StatsObjectAccess(ObjectAccessType access, Oid classId, Oid objectId,
+				  int subId, void *arg)
+{
+	if (prev_object_access_hook)
+		prev_object_access_hook(access, classId, objectId, subId, arg);
+	if (access == OAT_DROP && classId == DatabaseRelationId &&
+		OidIsValid(objectId))
+		StatsAtCommit(NULL, true, objectId);
 }
 
 /* Called from _PG_init: shared counters only when preloaded. */
@@ -369,6 +404,8 @@ StatsInit(void)
 	shmem_startup_hook = StatsShmemStartup;
 	RegisterXactCallback(StatsXactCallback, NULL);
 	RegisterSubXactCallback(StatsSubXactCallback, NULL);
+	prev_object_access_hook = object_access_hook;
+	object_access_hook = StatsObjectAccess;
 }
 
 static void
@@ -393,9 +430,15 @@ StatsEntryInit(StatsEntry *e)
 	e->timeout_time_max = 0;
 }
 
+static bool StatsEvictOneLocked(void);
+
 /*
- * The total of this database, made if missing (NULL if there is no room);
- * the lock is held in exclusive mode.
+ * The total of this database, made if missing; the lock is held in
+ * exclusive mode.  The table has room for 64 totals beyond the names'
+ * (StatsHashSize), and more while the server's spare shared memory lasts
+ * (dynahash takes it); when it is full, a name's entry is evicted for the
+ * total, as totals are to stay exact (StatsEvictOneLocked).  NULL if there
+ * is no room still: every entry is a total.
  */
 static StatsEntry *
 StatsTotalLocked(void)
@@ -406,6 +449,8 @@ StatsTotalLocked(void)
 
 	StatsKeyMake(&key, NULL);
 	e = hash_search(stats_hash, &key, HASH_ENTER_NULL, &found);
+	if (e == NULL && StatsEvictOneLocked())
+		e = hash_search(stats_hash, &key, HASH_ENTER_NULL, &found);
 	if (e != NULL && !found)
 	{
 		StatsEntryInit(e);
@@ -463,11 +508,50 @@ StatsEvictionOrder(const void *a, const void *b)
 }
 
 /*
+ * Evict one name, the first in the eviction order of the database holding
+ * the most, to make room for a database's total in a table full of
+ * entries (more databases count than StatsHashSize leaves totals room
+ * for).  The lock is held in exclusive mode; false if no entry is a name.
+ */
+static bool
+StatsEvictOneLocked(void)
+{
+	HASH_SEQ_STATUS seq;
+	StatsEntry *e;
+	StatsEntry *largest = NULL;
+	StatsEntry *victim = NULL;
+	StatsKey	key;
+
+	hash_seq_init(&seq, stats_hash);
+	while ((e = hash_seq_search(&seq)) != NULL)
+		if (e->key.total && e->names > 0 &&
+			(largest == NULL || e->names > largest->names))
+			largest = e;
+	hash_seq_init(&seq, stats_hash);
+	while ((e = hash_seq_search(&seq)) != NULL)
+		if (!e->key.total &&
+			(largest == NULL || e->key.dbid == largest->key.dbid) &&
+			(victim == NULL || StatsEvictionOrder(&e, &victim) < 0))
+			victim = e;
+	if (victim == NULL)
+		return false;
+	key = victim->key;
+	(void) StatsNameRemoveLocked(&key);
+	/* The database of a name without a total can record no miss. */
+	if (largest != NULL)
+		largest->missed = true;
+	else
+		stats_shared->missed_anywhere = true;
+	return true;
+}
+
+/*
  * Room in a full table for a name of this database, whose total is mine
  * (attack4 F4: one database must not keep the others from counting by
  * name).
  * A database holding fewer names than its share, dlock.stats_max_names
- * divided by the databases that counted since the server started, takes
+ * divided by the databases that counted since the server started and
+ * still exist (at least 1: more databases than names), takes
  * room from the one holding the most, if that one holds more than its
  * share: its least counted names are evicted (those already unknown
  * first), down to its share at most and a hundredth of the table at a
@@ -491,7 +575,7 @@ StatsEvictLocked(StatsEntry *mine)
 
 	if (mine == NULL || stats_shared->totals == 0)
 		return false;
-	share = dlock_stats_max_names / stats_shared->totals;
+	share = Max(1, dlock_stats_max_names / stats_shared->totals);
 	if (mine->names >= share)
 		return false;
 	hash_seq_init(&seq, stats_hash);
@@ -539,6 +623,9 @@ StatsNameEnterLocked(const StatsKey *key)
 		!StatsEvictLocked(total))
 		return NULL;
 	e = hash_search(stats_hash, key, HASH_ENTER_NULL, NULL);
+	/* Totals beyond the 64 of StatsHashSize took names' room. */
+	if (e == NULL && StatsEvictLocked(total))
+		e = hash_search(stats_hash, key, HASH_ENTER_NULL, NULL);
 	if (e == NULL)
 		return NULL;
 	stats_shared->names++;
@@ -674,7 +761,7 @@ StatsCountFenceRefusal(text *name)
 void
 StatsForgetName(text *name)
 {
-	StatsAtCommit(name, true);
+	StatsAtCommit(name, true, InvalidOid);
 }
 
 static void
@@ -691,13 +778,45 @@ StatsForgetNow(text *name)
 }
 
 /*
+ * Remove every entry of the database dbid, which was dropped: its names
+ * and its total stop holding room, and it stops counting in the share.
+ * From the commit callback: no error.
+ */
+static void
+StatsForgetDatabaseNow(Oid dbid)
+{
+	HASH_SEQ_STATUS seq;
+	StatsEntry *e;
+
+	if (stats_hash == NULL)
+		return;
+	LWLockAcquire(stats_shared->lock, LW_EXCLUSIVE);
+	hash_seq_init(&seq, stats_hash);
+	while ((e = hash_seq_search(&seq)) != NULL)
+	{
+		StatsKey	key;
+
+		if (e->key.dbid != dbid)
+			continue;
+		key = e->key;
+		/* dynahash allows removing the entry a scan just returned */
+		(void) hash_search(stats_hash, &key, HASH_REMOVE, NULL);
+		if (key.total)
+			stats_shared->totals--;
+		else
+			stats_shared->names--;
+	}
+	LWLockRelease(stats_shared->lock);
+}
+
+/*
  * Zero the shared counters of name, or with name NULL all of the
  * database's, when this transaction commits.
  */
 static void
 StatsResetShared(text *name)
 {
-	StatsAtCommit(name, false);
+	StatsAtCommit(name, false, InvalidOid);
 }
 
 static void
