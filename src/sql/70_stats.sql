@@ -386,7 +386,11 @@ COMMENT ON FUNCTION @extschema@.dlock_sql_multi_members(pg_catalog.xid) IS
 -- a MultiXact whose members have ended); where both find somebody, the
 -- number is a MultiXact and an XID in progress at once, and nobody is
 -- returned (a11 finding 2: a backend whose XID has the MultiXact's number
--- would be taken for a locker).  Before, a number was ambiguous as soon as
+-- would be taken for a locker).  A MultiXact with a member in progress is
+-- never read as one XID, also where no member is identified (a
+-- subtransaction's XID that several backends can have made): its members
+-- or nobody (attack3 F3: the backend whose XID has the number was
+-- signalled; a waiter's own probe, dlock_sql_ending, makes MultiXacts).  Before, a number was ambiguous as soon as
 -- the MultiXact counter passed rel's relfrozenxid (a13 finding 2).
 CREATE FUNCTION @extschema@.dlock_sql_lockers(x pg_catalog.xid, rel pg_catalog.regclass)
 RETURNS TABLE (pid pg_catalog.int4, mode pg_catalog.text)
@@ -396,22 +400,29 @@ DECLARE
 	one pg_catalog.int4;
 	many pg_catalog.int4[];
 	modes pg_catalog.text[];
+	live pg_catalog.bool;
 BEGIN
 	IF x IS NULL OR x::pg_catalog.text = '0' THEN
 		RETURN;
 	END IF;
-	one := @extschema@.dlock_sql_xid_backend(x, rel);
-	SELECT pg_catalog.array_agg(b.pid), pg_catalog.array_agg(b.mode) INTO many, modes
-	  FROM (SELECT @extschema@.dlock_sql_xid_backend(m.xid, rel) AS pid, m.mode
-			  FROM @extschema@.dlock_sql_multi_members(x) AS m) AS b
-	 WHERE b.pid IS NOT NULL;
-	IF one IS NOT NULL AND many IS NOT NULL THEN
+	SELECT pg_catalog.array_agg(b.pid) FILTER (WHERE b.pid IS NOT NULL),
+		   pg_catalog.array_agg(b.mode) FILTER (WHERE b.pid IS NOT NULL), coalesce(pg_catalog.bool_or(b.live), false)
+	  INTO many, modes, live
+	  FROM (SELECT @extschema@.dlock_sql_xid_backend(m.xid, rel) AS pid, m.mode,
+				   @extschema@.dlock_sql_xid_running(m.xid) AS live
+			  FROM @extschema@.dlock_sql_multi_members(x) AS m) AS b;
+	IF live THEN
+		-- x is a MultiXact in use: never one XID as well, also where no
+		-- member is identified (attack3 F3), and nobody where x is also
+		-- the XID of a locker.
+		IF many IS NOT NULL AND @extschema@.dlock_sql_xid_backend(x, rel) IS NULL THEN
+			RETURN QUERY SELECT u.p, u.m FROM ROWS FROM (pg_catalog.unnest(many), pg_catalog.unnest(modes)) AS u(p, m);
+		END IF;
 		RETURN;
 	END IF;
+	one := @extschema@.dlock_sql_xid_backend(x, rel);
 	IF one IS NOT NULL THEN
 		RETURN QUERY SELECT one, NULL::pg_catalog.text;
-	ELSIF many IS NOT NULL THEN
-		RETURN QUERY SELECT u.p, u.m FROM ROWS FROM (pg_catalog.unnest(many), pg_catalog.unnest(modes)) AS u(p, m);
 	END IF;
 END
 $dlock$;

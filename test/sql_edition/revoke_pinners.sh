@@ -20,7 +20,12 @@
 #     which gives up with 55P03 (finding 4);
 #   preset: a caller that sets dlock_sql.pin_signalled before it waits does
 #     not make the waiter terminate a running pinner without cancelling it
-#     first (finding 5).
+#     first (finding 5);
+#   sweep: a waiter past the pin grace behind a pinner it cannot identify
+#     (a check in a released savepoint, with another session that can be
+#     its top-level transaction) ends nobody and makes no MultiXact per
+#     poll (attack3 F3: its probe, dlock_sql_ending, made one at every
+#     poll, sweeping the MultiXact counter through the XIDs in use).
 # The sessions are alice's and the tables' owner's (isolationtester's are a
 # superuser's, which the tables' owner may not signal); the owner is made a
 # member of pg_signal_backend, as a managed service's admin role is.
@@ -40,7 +45,7 @@ trap cleanup EXIT
 "${psql[@]}" -c "GRANT pg_signal_backend TO dlock_owner"
 # RPN_CASES: the cases to run (all by default), to see each fail alone
 # against the code before its fix.
-cases=" ${RPN_CASES:-subxact multi revoker two preset} "
+cases=" ${RPN_CASES:-subxact multi revoker two preset sweep} "
 want() { [[ $cases == *" $1 "* ]]; }
 
 # session_pid APP: the pid of the session of application_name APP once it
@@ -178,6 +183,27 @@ if want preset; then
 	[ "$(alive "$pid")" = 1 ] || fail "preset: the running pinner was terminated without a cancel first"
 	grep -q "canceling statement" "$dir/rpn-preset.out" || fail "preset: the pinner was not cancelled: $(cat "$dir/rpn-preset.out")"
 	"${psql[@]}" -c "SELECT pg_terminate_backend($pid)" >/dev/null
+fi
+
+# attack3 F3: behind a pinner nobody can be told to be, the waiter polls
+# without probing the lease row: no new MultiXact, nobody ended.
+if want sweep; then
+	"${psql[@]}" -c "UPDATE dlock.dlock_sql_settings SET pin_grace = '300 ms'"
+	other=$("${psql[@]}" -U alice -c "SELECT dlock.dlock_acquire('rpn-sweep-other', '1 min')")
+	tok=$("${psql[@]}" -U alice -c "SELECT dlock.dlock_acquire('rpn-sweep', '1 s')")
+	o=$(pinner rpn-sweep-o alice "SELECT dlock.dlock_check('rpn-sweep-other', $other);")
+	p=$(pinner rpn-sweep-p alice "SAVEPOINT s; SELECT dlock.dlock_check('rpn-sweep', $tok); RELEASE s;")
+	got=$("${psql[@]}" -c "SELECT cardinality(dlock.dlock_sql_pinners('rpn-sweep'))")
+	[ "$got" = 0 ] || fail "sweep: the pinner in a savepoint was identified ($got): the case needs it not to be"
+	before=$("${psql[@]}" -c "SELECT mxid_age('1'::xid)")
+	got=$("${psql[@]}" -U bob -c "SELECT dlock.dlock_acquire('rpn-sweep', '1 min', wait => '2 s') IS NULL")
+	after=$("${psql[@]}" -c "SELECT mxid_age('1'::xid)")
+	[ "$got" = t ] || fail "sweep: the waiter got the lease behind a pinner nobody can end"
+	[ $((after - before)) -le 1 ] || fail "sweep: the waiter made $((after - before)) MultiXacts while it polled"
+	[ "$(alive "$o")$(alive "$p")" = 11 ] || fail "sweep: the waiter ended a session ($o: $(alive "$o"), $p: $(alive "$p"))"
+	"${psql[@]}" -c "SELECT pg_terminate_backend($o), pg_terminate_backend($p)" >/dev/null
+	"${psql[@]}" -c "UPDATE dlock.dlock_sql_settings SET pin_grace = NULL"
+	echo "revoke_pinners: sweep ok"
 fi
 
 echo "revoke_pinners: all passed"
