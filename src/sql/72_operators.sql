@@ -392,6 +392,29 @@ REVOKE ALL ON FUNCTION @extschema@.dlock_sql_revoke_lock(pg_catalog.text, pg_cat
 COMMENT ON FUNCTION @extschema@.dlock_sql_revoke_lock(pg_catalog.text, pg_catalog.int8, pg_catalog.timestamptz, pg_catalog.timestamptz) IS
 	'internal (dlock_revoke): take the hand-over''s locks on the lease of name by deadline (waiting for the lease row until slice) and keep them only for a lease to revoke, never holding the lease row while a renewal or release holds the expiry row';
 
+-- Whether a revoke of name (held by token, if not NULL) has nothing to
+-- end, read without a lock: no lease, another token, or a lease released
+-- and past its minimum hold (dlock_sql_revoke_lock's rule, which it
+-- applies again under the lock).  dlock_revoke asks before it waits and
+-- before each round, so that a checker of a released lease, which keeps
+-- the lease row's lock from it, does not make it wait (attack3 F5).
+CREATE FUNCTION @extschema@.dlock_sql_revoke_nothing(name pg_catalog.text, token pg_catalog.int8)
+RETURNS pg_catalog.bool
+LANGUAGE sql STABLE PARALLEL SAFE
+AS $dlock$
+SELECT NOT EXISTS (
+	SELECT FROM @extschema@.dlock_lease AS l
+	  JOIN @extschema@.dlock_expiry AS e ON e.name OPERATOR(pg_catalog.=) l.name
+	 WHERE l.name OPERATOR(pg_catalog.=) $1
+	   AND l.token OPERATOR(pg_catalog.=) coalesce($2, l.token)
+	   AND (e.released_at IS NULL
+			OR @extschema@.dlock_sql_available_at(l.acquired_at, e.expires_at, e.released_at, e.min_hold,
+												  e.lock_delay) OPERATOR(pg_catalog.>) pg_catalog.clock_timestamp()))
+$dlock$;
+REVOKE ALL ON FUNCTION @extschema@.dlock_sql_revoke_nothing(pg_catalog.text, pg_catalog.int8) FROM PUBLIC;
+COMMENT ON FUNCTION @extschema@.dlock_sql_revoke_nothing(pg_catalog.text, pg_catalog.int8) IS
+	'internal (dlock_revoke): whether the lease of name (held by token, if not NULL) is no lease to revoke: none, another token, or released and past its minimum hold';
+
 -- dlock_revoke: wait, as a hand-over does (FOR UPDATE on the lease row,
 -- bounded by lock_timeout: dlock_sql_revoke_lock), until no transaction
 -- holds the lease row's check protection, ending them with force once wait
@@ -433,12 +456,12 @@ BEGIN
 	waited_for := '{}';
 	ended := '{}';
 	LOOP
-		-- A token that does not hold the name now: nothing to revoke, and
-		-- no lock that would make the holder's checks skip its row
-		-- meanwhile (the token is read again under the lock below); after
-		-- a wait, nobody to end (the name has another holder).
-		IF $2 IS NOT NULL AND NOT EXISTS (SELECT FROM @extschema@.dlock_lease AS x
-										   WHERE x.name = $1 AND x.token = $2) THEN
+		-- A token that does not hold the name now, or a lease released
+		-- and past its minimum hold: nothing to revoke, and no lock that
+		-- would make the holder's checks skip its row meanwhile (read
+		-- again under the lock below); after a wait, nobody to end (the
+		-- name has another holder, or the lease was released: attack3 F5).
+		IF @extschema@.dlock_sql_revoke_nothing($1, $2) THEN
 			RETURN;
 		END IF;
 		pins := @extschema@.dlock_sql_pinners($1);
@@ -451,8 +474,7 @@ BEGIN
 			pg_catalog.clock_timestamp() + '100 ms'::pg_catalog.interval);
 		EXIT WHEN r.locked;
 		CONTINUE WHEN pg_catalog.clock_timestamp() < deadline;
-		IF $2 IS NOT NULL AND NOT EXISTS (SELECT FROM @extschema@.dlock_lease AS x
-										   WHERE x.name = $1 AND x.token = $2) THEN
+		IF @extschema@.dlock_sql_revoke_nothing($1, $2) THEN
 			RETURN;
 		END IF;
 		ending := @extschema@.dlock_sql_ending($1);
