@@ -521,8 +521,8 @@ COMMENT ON TRIGGER dlock_sql_durable_revoke ON @extschema@.dlock_lease IS
 	'dlock (SQL edition): a revoke makes the transaction commit synchronously, whatever synchronous_commit is at the call';
 
 -- Bounded pinning (issue 27 item 7), for the head of a queue that found
--- the lease of name free: with a pin grace stored with the lease, true
--- while a transaction holds its check protection (the head then polls
+-- the lease of name free: with a pin grace stored with the lease, pinned
+-- true while a transaction holds its check protection (the head then polls
 -- instead of waiting in the row lock, so that it can act), and past the
 -- lease's expiry or release plus the grace, end those transactions (the
 -- rules of dlock_sql_end_pinners; at most every 100 ms), but none while a
@@ -530,61 +530,52 @@ COMMENT ON TRIGGER dlock_sql_durable_revoke ON @extschema@.dlock_lease IS
 -- revoke, which reads in the row as a pinner would).  Without a pin
 -- grace, false: the hand-over waits in the row lock as in 1.1.  The lock
 -- taken here (FOR UPDATE) is the hand-over's own, in its exception block.
--- When it last signalled is kept in the transaction's setting
--- dlock_sql.pin_signalled, which any caller can set: it is trusted only
--- with the name and the XID of the head's lock on the name's queue row,
--- taken in this call (a13 finding 5), so a value set before the call is
--- ignored: the first signal is a cancel.
-CREATE FUNCTION @extschema@.dlock_sql_pinned(name pg_catalog.text)
-RETURNS pg_catalog.bool
+-- When this wait last signalled is signalled, a local variable of the
+-- head's polling loop (dlock_sql_head) passed in and given back as
+-- signalled_at: nothing the caller can write (attack3 F2: the setting
+-- dlock_sql.pin_signalled, keyed by an XID the caller could predict, made
+-- the first signal a terminate), so the first signal is a cancel.
+CREATE FUNCTION @extschema@.dlock_sql_pinned(name pg_catalog.text, signalled pg_catalog.timestamptz,
+	OUT pinned pg_catalog.bool, OUT signalled_at pg_catalog.timestamptz)
 LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
 AS $dlock$
 DECLARE
 	e record;
 	pins pg_catalog.int4[];
-	mine pg_catalog.text;
-	last pg_catalog.text;
-	at pg_catalog.timestamptz;
 BEGIN
+	signalled_at := $2;
+	pinned := false;
 	SELECT x.pin_grace, coalesce(x.released_at, x.expires_at) + x.pin_grace AS pin_at INTO e
 	  FROM @extschema@.dlock_expiry AS x WHERE x.name = $1;
 	IF e.pin_grace IS NULL THEN
-		RETURN false;
+		RETURN;
 	END IF;
 	PERFORM FROM @extschema@.dlock_lease AS l WHERE l.name = $1 FOR UPDATE SKIP LOCKED;
 	IF FOUND OR NOT EXISTS (SELECT FROM @extschema@.dlock_lease AS l WHERE l.name = $1) THEN
-		RETURN false;
+		RETURN;
 	END IF;
+	pinned := true;
 	IF pg_catalog.clock_timestamp() < e.pin_at THEN
-		RETURN true;
-	END IF;
-	-- The key: the name and the head's lock on its queue row (held for the
-	-- whole wait, by an XID assigned in this call).
-	mine := pg_catalog.format('%s %s ', (SELECT q.xmax FROM @extschema@.dlock_sql_queue AS q WHERE q.name = $1),
-							  pg_catalog.md5($1));
-	last := pg_catalog.current_setting('dlock_sql.pin_signalled', true);
-	IF pg_catalog.left(last, pg_catalog.length(mine)) = mine THEN
-		at := pg_catalog.substr(last, pg_catalog.length(mine) + 1)::pg_catalog.timestamptz;
+		RETURN;
 	END IF;
 	-- At most one round per 100 ms.  dlock_sql_ending's probe uses a
 	-- subtransaction XID where it gets its lock: asked only before a round
 	-- that signals somebody, never while the pinners are sessions the
 	-- tables' owner may not signal (which can hold the lease for the rest
 	-- of the wait).
-	IF at IS NULL OR pg_catalog.clock_timestamp() >= at + '100 ms'::pg_catalog.interval THEN
+	IF $2 IS NULL OR pg_catalog.clock_timestamp() >= $2 + '100 ms'::pg_catalog.interval THEN
 		pins := @extschema@.dlock_sql_pinners($1);
 		IF pins <> '{}' THEN
 			IF @extschema@.dlock_sql_signallable(pins) <> '{}' AND NOT @extschema@.dlock_sql_ending($1) THEN
 				-- A cancel first, then a terminate (a session's state may
 				-- be unreadable to the tables' owner, as with revoke).
-				PERFORM @extschema@.dlock_sql_end_pinners($1, pins, at IS NOT NULL);
+				PERFORM @extschema@.dlock_sql_end_pinners($1, pins, $2 IS NOT NULL);
 			END IF;
-			PERFORM pg_catalog.set_config('dlock_sql.pin_signalled', mine || pg_catalog.clock_timestamp()::pg_catalog.text, true);
+			signalled_at := pg_catalog.clock_timestamp();
 		END IF;
 	END IF;
-	RETURN true;
 END
 $dlock$;
-REVOKE ALL ON FUNCTION @extschema@.dlock_sql_pinned(pg_catalog.text) FROM PUBLIC;
-COMMENT ON FUNCTION @extschema@.dlock_sql_pinned(pg_catalog.text) IS
-	'internal: true while a transaction holds the check protection of the free lease of name under a pin grace; past the grace, end it';
+REVOKE ALL ON FUNCTION @extschema@.dlock_sql_pinned(pg_catalog.text, pg_catalog.timestamptz) FROM PUBLIC;
+COMMENT ON FUNCTION @extschema@.dlock_sql_pinned(pg_catalog.text, pg_catalog.timestamptz) IS
+	'internal: pinned true while a transaction holds the check protection of the free lease of name under a pin grace; past the grace, end it (signalled: when this wait last signalled, given back as signalled_at)';

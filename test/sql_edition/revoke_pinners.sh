@@ -21,6 +21,10 @@
 #   preset: a caller that sets dlock_sql.pin_signalled before it waits does
 #     not make the waiter terminate a running pinner without cancelling it
 #     first (finding 5);
+#   forged: the same with the key the setting was trusted with (the XID of
+#     the waiter's queue lock, its own XID + 1, and md5 of the name): still
+#     a cancel first (attack3 F2; the waiter keeps when it signalled in a
+#     variable of its polling loop now, and reads no setting);
 #   sweep: a waiter past the pin grace behind a pinner it cannot identify
 #     (a check in a released savepoint, with another session that can be
 #     its top-level transaction) ends nobody and makes no MultiXact per
@@ -45,7 +49,7 @@ trap cleanup EXIT
 "${psql[@]}" -c "GRANT pg_signal_backend TO dlock_owner"
 # RPN_CASES: the cases to run (all by default), to see each fail alone
 # against the code before its fix.
-cases=" ${RPN_CASES:-subxact multi revoker two preset sweep} "
+cases=" ${RPN_CASES:-subxact multi revoker two preset forged sweep} "
 want() { [[ $cases == *" $1 "* ]]; }
 
 # session_pid APP: the pid of the session of application_name APP once it
@@ -183,6 +187,25 @@ if want preset; then
 	[ "$(alive "$pid")" = 1 ] || fail "preset: the running pinner was terminated without a cancel first"
 	grep -q "canceling statement" "$dir/rpn-preset.out" || fail "preset: the pinner was not cancelled: $(cat "$dir/rpn-preset.out")"
 	"${psql[@]}" -c "SELECT pg_terminate_backend($pid)" >/dev/null
+fi
+
+# attack3 F2: the setting forged with the key the code before trusted.
+if want forged; then
+	"${psql[@]}" -c "UPDATE dlock.dlock_sql_settings SET pin_grace = '100 ms'"
+	tok=$("${psql[@]}" -U alice -c "SELECT dlock.dlock_acquire('rpn-forged', '2 s')")
+	pid=$(pinner rpn-forged alice "SELECT dlock.dlock_check('rpn-forged', $tok); SELECT pg_sleep(60);" active)
+	got=$("${psql[@]}" -U bob -c "BEGIN" \
+		-c "SELECT set_config('dlock_sql.pin_signalled', (pg_current_xact_id()::text::int8 + 1)::text || ' '
+			|| md5('rpn-forged') || ' 2000-01-01 00:00:00+00', true) IS NOT NULL" \
+		-c "SELECT coalesce((dlock.dlock_acquire('rpn-forged', '1 min', wait => '10 s') > $tok)::text, 'busy')" \
+		-c "COMMIT")
+	[ "$got" = $'t\ntrue' ] || fail "forged: the waiter got $got"
+	sleep 0.2
+	[ "$(alive "$pid")" = 1 ] || fail "forged: the running pinner was terminated without a cancel first"
+	grep -q "canceling statement" "$dir/rpn-forged.out" || fail "forged: the pinner was not cancelled: $(cat "$dir/rpn-forged.out")"
+	"${psql[@]}" -c "SELECT pg_terminate_backend($pid)" >/dev/null
+	"${psql[@]}" -c "UPDATE dlock.dlock_sql_settings SET pin_grace = NULL"
+	echo "revoke_pinners: forged ok"
 fi
 
 # attack3 F3: behind a pinner nobody can be told to be, the waiter polls
