@@ -92,6 +92,7 @@ DECLARE
 	h record;
 	t pg_catalog.int8;
 	last pg_catalog.int8;
+	fresh pg_catalog.bool;
 BEGIN
 	PERFORM @extschema@.dlock_sql_check_name($1);
 	PERFORM @extschema@.dlock_sql_expiry($2, pg_catalog.clock_timestamp());
@@ -102,8 +103,16 @@ BEGIN
 	SELECT e.token INTO last FROM @extschema@.dlock_expiry AS e WHERE e.name = $1;
 	t := @extschema@.dlock_sql_acquire($1, $2, $3, $4);
 	IF t IS NOT NULL THEN
-		PERFORM @extschema@.dlock_sql_hold_store($1, t, CASE WHEN t IS DISTINCT FROM last THEN h.min_hold END,
-			h.lock_delay);
+		-- A new token is this call's only where this transaction wrote the
+		-- lease row (dlock_sql_write_new; an owner's renewal writes only
+		-- the expiry row): the lease may have changed hands during the
+		-- wait, and the call then renewed the new holder's lease, whose
+		-- minimum hold stays (attack3 F1).  A row written by another
+		-- transaction that is still in progress is not visible here.
+		fresh := t IS DISTINCT FROM last
+			AND (SELECT @extschema@.dlock_sql_xid_running(l.xmin) FROM @extschema@.dlock_lease AS l
+				  WHERE l.name = $1 AND l.token = t);
+		PERFORM @extschema@.dlock_sql_hold_store($1, t, CASE WHEN fresh THEN h.min_hold END, h.lock_delay);
 	END IF;
 	RETURN t;
 END
