@@ -27,7 +27,11 @@ BEGIN
 		IF @extschema@.dlock_sql_nominal_us($2) > @extschema@.dlock_sql_nominal_us($1) THEN
 			RAISE EXCEPTION 'min_hold must not be longer than ttl' USING ERRCODE = '22023';
 		END IF;
-		min_hold := $2;
+		-- Stored as its nominal length, a plain time ('1 day' as
+		-- 24:00:00), as the C edition stores it: a mixed-sign interval
+		-- ('1200 mons -35999 days', one nominal day) added on the calendar
+		-- was 525 days (attack3 F4).
+		min_hold := pg_catalog.make_interval(secs => (@extschema@.dlock_sql_nominal_us($2) / 1000000)::pg_catalog.float8);
 	END IF;
 	IF $3 IS NOT NULL THEN
 		PERFORM @extschema@.dlock_sql_duration_us($3, 'lock_delay');
@@ -38,7 +42,8 @@ BEGIN
 		RAISE EXCEPTION 'lock_delay exceeds the maximum of % seconds', s.max_ttl USING ERRCODE = '22023',
 			HINT = 'The maximum is set by the column max_ttl of the table dlock_sql_settings.';
 	END IF;
-	lock_delay := NULLIF(lock_delay, '0'::pg_catalog.interval);
+	lock_delay := NULLIF(pg_catalog.make_interval(secs => (@extschema@.dlock_sql_nominal_us(lock_delay) / 1000000)::pg_catalog.float8),
+						 '0'::pg_catalog.interval);
 END
 $dlock$;
 REVOKE ALL ON FUNCTION @extschema@.dlock_sql_hold_args(pg_catalog.interval, pg_catalog.interval, pg_catalog.interval) FROM PUBLIC;
@@ -449,6 +454,7 @@ SET search_path = pg_catalog, pg_temp
 AS $dlock$
 DECLARE
 	deadline pg_catalog.timestamptz;
+	span pg_catalog.interval;
 	pins pg_catalog.int4[];
 	rounds pg_catalog.int4 := 0;
 	ending pg_catalog.bool;
@@ -461,7 +467,9 @@ BEGIN
 	END IF;
 	PERFORM @extschema@.dlock_sql_writable('dlock_revoke()');
 	PERFORM @extschema@.dlock_sql_no_prepare();
-	deadline := pg_catalog.clock_timestamp() + $3;
+	-- wait by its nominal length, as it was checked (attack3 F4's note).
+	span := @extschema@.dlock_sql_duration_us($3, 'wait') * '1 microsecond'::pg_catalog.interval;
+	deadline := pg_catalog.clock_timestamp() + span;
 	waited_for := '{}';
 	ended := '{}';
 	LOOP
@@ -503,7 +511,7 @@ BEGIN
 		ended := ARRAY(SELECT DISTINCT p FROM pg_catalog.unnest(ended ||
 			@extschema@.dlock_sql_end_pinners($1, pins, rounds > 0)) AS p ORDER BY p);
 		rounds := rounds + 1;
-		deadline := pg_catalog.clock_timestamp() + GREATEST($3, '1 s'::pg_catalog.interval);
+		deadline := pg_catalog.clock_timestamp() + GREATEST(span, '1 s'::pg_catalog.interval);
 	END LOOP;
 	IF r.revoke_token IS NULL THEN
 		RETURN;
