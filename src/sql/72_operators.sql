@@ -555,6 +555,10 @@ COMMENT ON TRIGGER dlock_sql_durable_revoke ON @extschema@.dlock_lease IS
 CREATE FUNCTION @extschema@.dlock_sql_pinned(name pg_catalog.text, signalled pg_catalog.timestamptz,
 	OUT pinned pg_catalog.bool, OUT signalled_at pg_catalog.timestamptz)
 LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
+-- The LOG lines of dlock_sql_end_pinners go to the server log only, not to
+-- the waiter's client (the C edition's LOG_SERVER_ONLY); nothing here sets
+-- a setting that must outlive the call (the SET clause restores them all).
+SET client_min_messages = warning
 AS $dlock$
 DECLARE
 	e record;

@@ -24,7 +24,9 @@
 #   forged: the same with the key the setting was trusted with (the XID of
 #     the waiter's queue lock, its own XID + 1, and md5 of the name): still
 #     a cancel first (attack3 F2; the waiter keeps when it signalled in a
-#     variable of its polling loop now, and reads no setting);
+#     variable of its polling loop now, and reads no setting); the waiter's
+#     client, at client_min_messages log, gets no LOG line about whom it
+#     signals (7d);
 #   sweep: a waiter past the pin grace behind a pinner it cannot identify
 #     (a check in a released savepoint, with another session that can be
 #     its top-level transaction) ends nobody and makes no MultiXact per
@@ -194,12 +196,15 @@ if want forged; then
 	"${psql[@]}" -c "UPDATE dlock.dlock_sql_settings SET pin_grace = '100 ms'"
 	tok=$("${psql[@]}" -U alice -c "SELECT dlock.dlock_acquire('rpn-forged', '2 s')")
 	pid=$(pinner rpn-forged alice "SELECT dlock.dlock_check('rpn-forged', $tok); SELECT pg_sleep(60);" active)
-	got=$("${psql[@]}" -U bob -c "BEGIN" \
+	# The waiter's client, at client_min_messages log, gets none of the LOG
+	# lines about whom it signals (the C edition's LOG_SERVER_ONLY).
+	got=$(PGOPTIONS="-c client_min_messages=log" "${psql[@]}" -U bob -c "BEGIN" \
 		-c "SELECT set_config('dlock_sql.pin_signalled', (pg_current_xact_id()::text::int8 + 1)::text || ' '
 			|| md5('rpn-forged') || ' 2000-01-01 00:00:00+00', true) IS NOT NULL" \
 		-c "SELECT coalesce((dlock.dlock_acquire('rpn-forged', '1 min', wait => '10 s') > $tok)::text, 'busy')" \
-		-c "COMMIT")
+		-c "COMMIT" 2>"$dir/forged-waiter.err")
 	[ "$got" = $'t\ntrue' ] || fail "forged: the waiter got $got"
+	! grep -q "dlock: " "$dir/forged-waiter.err" || fail "forged: the waiter's client got $(cat "$dir/forged-waiter.err")"
 	sleep 0.2
 	[ "$(alive "$pid")" = 1 ] || fail "forged: the running pinner was terminated without a cancel first"
 	grep -q "canceling statement" "$dir/rpn-forged.out" || fail "forged: the pinner was not cancelled: $(cat "$dir/rpn-forged.out")"
