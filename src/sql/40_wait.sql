@@ -96,15 +96,25 @@ DECLARE
 	e record;
 	pause pg_catalog.interval;
 	avail pg_catalog.timestamptz;
+	later pg_catalog.bool;
+	pinned pg_catalog.bool;
+	-- When this wait last signalled the pinners (bounded pinning): a local
+	-- variable, which no caller can set (attack3 F2).
+	signalled pg_catalog.timestamptz;
 BEGIN
 	r := @extschema@.dlock_sql_look($1, true);
 	LOOP
 		-- Not held: free now, or after its minimum hold or lock-delay
 		-- (72_operators.sql), which a revoke may end early: look again.
 		avail := CASE WHEN NOT r.held AND r.present THEN @extschema@.dlock_sql_available($1) END;
-		IF avail > pg_catalog.clock_timestamp() THEN
+		later := coalesce(avail > pg_catalog.clock_timestamp(), false);
+		pinned := false;
+		IF NOT later AND NOT r.held AND r.present THEN
+			SELECT p.pinned, p.signalled_at INTO pinned, signalled FROM @extschema@.dlock_sql_pinned($1, signalled) AS p;
+		END IF;
+		IF later THEN
 			r.expires_at := avail;
-		ELSIF NOT r.held AND r.present AND @extschema@.dlock_sql_pinned($1) THEN
+		ELSIF pinned THEN
 			-- A pin grace (72_operators.sql): poll, do not wait in the lock.
 			r.expires_at := pg_catalog.clock_timestamp() + poll;
 		ELSIF NOT r.held OR ($3 IS NOT NULL AND r.owner = $3 AND @extschema@.dlock_sql_acts_for($4, r.holder)) THEN

@@ -386,7 +386,11 @@ COMMENT ON FUNCTION @extschema@.dlock_sql_multi_members(pg_catalog.xid) IS
 -- a MultiXact whose members have ended); where both find somebody, the
 -- number is a MultiXact and an XID in progress at once, and nobody is
 -- returned (a11 finding 2: a backend whose XID has the MultiXact's number
--- would be taken for a locker).  Before, a number was ambiguous as soon as
+-- would be taken for a locker).  A MultiXact with a member in progress is
+-- never read as one XID, also where no member is identified (a
+-- subtransaction's XID that several backends can have made): its members
+-- or nobody (attack3 F3: the backend whose XID has the number was
+-- signalled; a waiter's own probe, dlock_sql_ending, makes MultiXacts).  Before, a number was ambiguous as soon as
 -- the MultiXact counter passed rel's relfrozenxid (a13 finding 2).
 CREATE FUNCTION @extschema@.dlock_sql_lockers(x pg_catalog.xid, rel pg_catalog.regclass)
 RETURNS TABLE (pid pg_catalog.int4, mode pg_catalog.text)
@@ -396,22 +400,29 @@ DECLARE
 	one pg_catalog.int4;
 	many pg_catalog.int4[];
 	modes pg_catalog.text[];
+	live pg_catalog.bool;
 BEGIN
 	IF x IS NULL OR x::pg_catalog.text = '0' THEN
 		RETURN;
 	END IF;
-	one := @extschema@.dlock_sql_xid_backend(x, rel);
-	SELECT pg_catalog.array_agg(b.pid), pg_catalog.array_agg(b.mode) INTO many, modes
-	  FROM (SELECT @extschema@.dlock_sql_xid_backend(m.xid, rel) AS pid, m.mode
-			  FROM @extschema@.dlock_sql_multi_members(x) AS m) AS b
-	 WHERE b.pid IS NOT NULL;
-	IF one IS NOT NULL AND many IS NOT NULL THEN
+	SELECT pg_catalog.array_agg(b.pid) FILTER (WHERE b.pid IS NOT NULL),
+		   pg_catalog.array_agg(b.mode) FILTER (WHERE b.pid IS NOT NULL), coalesce(pg_catalog.bool_or(b.live), false)
+	  INTO many, modes, live
+	  FROM (SELECT @extschema@.dlock_sql_xid_backend(m.xid, rel) AS pid, m.mode,
+				   @extschema@.dlock_sql_xid_running(m.xid) AS live
+			  FROM @extschema@.dlock_sql_multi_members(x) AS m) AS b;
+	IF live THEN
+		-- x is a MultiXact in use: never one XID as well, also where no
+		-- member is identified (attack3 F3), and nobody where x is also
+		-- the XID of a locker.
+		IF many IS NOT NULL AND @extschema@.dlock_sql_xid_backend(x, rel) IS NULL THEN
+			RETURN QUERY SELECT u.p, u.m FROM ROWS FROM (pg_catalog.unnest(many), pg_catalog.unnest(modes)) AS u(p, m);
+		END IF;
 		RETURN;
 	END IF;
+	one := @extschema@.dlock_sql_xid_backend(x, rel);
 	IF one IS NOT NULL THEN
 		RETURN QUERY SELECT one, NULL::pg_catalog.text;
-	ELSIF many IS NOT NULL THEN
-		RETURN QUERY SELECT u.p, u.m FROM ROWS FROM (pg_catalog.unnest(many), pg_catalog.unnest(modes)) AS u(p, m);
 	END IF;
 END
 $dlock$;
@@ -422,14 +433,17 @@ COMMENT ON FUNCTION @extschema@.dlock_sql_lockers(pg_catalog.xid, pg_catalog.reg
 -- The rows of dlock_waiters, as the C edition's function of that name
 -- gives them (head: the holder of the queue row's lock; since: when the
 -- wait for the tuple lock began, NULL for the head and the next in line;
--- deadline: never known here).  SECURITY DEFINER: it reads dlock's tables;
--- a pid is shown only to a role that may see it (the calling session's,
--- dlock_sql_caller), as in the C edition, whose pg_locks shows every pid
--- but by lock key.
+-- deadline: never known here; position: each waiting acquire's place in
+-- its name's queue, 1 for the head, then the holder of the queue row's
+-- tuple lock, then by when each began to wait, counted over every waiter,
+-- also those the caller may not see).  SECURITY DEFINER: it reads dlock's
+-- tables; a pid, and the wait's start and deadline, are shown only to a
+-- role that may see the backend (the calling session's, dlock_sql_caller),
+-- as in the C edition (WaitersMaySee, pg_stat_activity's rule).
 CREATE FUNCTION @extschema@.dlock_waiters_locks(
 	OUT name pg_catalog.text, OUT kind pg_catalog.text, OUT pid pg_catalog.int4,
 	OUT head pg_catalog.bool, OUT since pg_catalog.timestamptz,
-	OUT deadline pg_catalog.timestamptz)
+	OUT deadline pg_catalog.timestamptz, OUT "position" pg_catalog.int4)
 RETURNS SETOF record
 LANGUAGE sql VOLATILE PARALLEL UNSAFE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
@@ -486,52 +500,56 @@ AS $dlock$
 		 WHERE NOT s.held
 	), rows AS (
 		SELECT x.name, 'waiting'::pg_catalog.text AS kind, x.pid, x.rank OPERATOR(pg_catalog.=) 0 AS head,
-			   x.waitstart AS since, NULL::pg_catalog.timestamptz AS deadline
+			   x.waitstart AS since, NULL::pg_catalog.timestamptz AS deadline,
+			   pg_catalog.row_number() OVER (PARTITION BY x.name
+											 ORDER BY x.rank, x.waitstart, x.pid)::pg_catalog.int4 AS "position"
 		  FROM queued AS x
 		UNION ALL
-		SELECT y.name, 'pinning', y.pid, false, NULL, NULL FROM pinned AS y
+		SELECT y.name, 'pinning', y.pid, false, NULL, NULL, NULL FROM pinned AS y
 	), me AS MATERIALIZED (
 		SELECT @extschema@.dlock_sql_caller() AS caller
 	)
-	-- The pid only to a member of the backend's role or of
-	-- pg_read_all_stats (the C edition's WaitersMaySee, the rule of the
-	-- view and of pg_stat_activity), judged for the calling session's role,
-	-- not for the tables' owner that this function runs as.
+	-- The pid, since and deadline only where the calling session's role,
+	-- not the tables' owner that this function runs as, has the
+	-- privileges of the backend's role or of pg_read_all_stats (from
+	-- PostgreSQL 15 on; on 14, is a member of it): the C edition's
+	-- WaitersMaySee, pg_stat_activity's rule.
 	SELECT r.name, r.kind,
-		   CASE WHEN coalesce(pg_catalog.pg_has_role(m.caller,
-								  (SELECT a.usesysid FROM pg_catalog.pg_stat_activity AS a
-									WHERE a.pid OPERATOR(pg_catalog.=) r.pid), 'MEMBER')
-							  OR pg_catalog.pg_has_role(m.caller, 'pg_read_all_stats', 'MEMBER'), false)
-				THEN r.pid END,
-		   r.head, r.since, r.deadline
+		   CASE WHEN v.visible THEN r.pid END,
+		   r.head,
+		   CASE WHEN v.visible THEN r.since END,
+		   CASE WHEN v.visible THEN r.deadline END,
+		   r."position"
 	  FROM rows AS r CROSS JOIN me AS m
+	 CROSS JOIN LATERAL (
+		SELECT coalesce(pg_catalog.pg_has_role(m.caller,
+							(SELECT a.usesysid FROM pg_catalog.pg_stat_activity AS a
+							  WHERE a.pid OPERATOR(pg_catalog.=) r.pid), 'USAGE')
+						OR pg_catalog.pg_has_role(m.caller, 'pg_read_all_stats',
+							CASE WHEN pg_catalog.current_setting('server_version_num')::pg_catalog.int4
+									  OPERATOR(pg_catalog.>=) 150000
+								 THEN 'USAGE' ELSE 'MEMBER' END), false) AS visible) AS v
 $dlock$;
 COMMENT ON FUNCTION @extschema@.dlock_waiters_locks() IS
-	'the lock manager''s view of dlock''s waiting acquires (head: holds the name''s queue lock) and check protections, by lease name, with the wait''s start and deadline where known; dlock_waiters shows it';
+	'the lock manager''s view of dlock''s waiting acquires (head: holds the name''s queue lock) and check protections, by lease name, with the wait''s start and deadline where known and the caller may see them, and each waiting acquire''s position in its queue; dlock_waiters shows it';
 
+-- The function shows a pid, a since and a deadline only where the caller
+-- may see them (pg_stat_activity's rule), so the backend's role and state
+-- are joined only where it shows the pid.
 CREATE VIEW @extschema@.dlock_waiters AS
 	SELECT w.name,
 		   w.kind,
-		   CASE WHEN v.visible THEN w.pid END AS pid,
-		   CASE WHEN v.visible THEN a.usename END AS role,
+		   w.pid,
+		   a.usename AS role,
 		   coalesce(w.since, CASE WHEN w.kind OPERATOR(pg_catalog.=) 'pinning'
 								  THEN a.xact_start ELSE a.query_start END) AS since,
-		   -- The head, then the holder of the tuple lock (no since), then
-		   -- those waiting for it in their order.
-		   CASE WHEN w.kind OPERATOR(pg_catalog.=) 'waiting'
-				THEN pg_catalog.row_number() OVER (
-						 PARTITION BY w.name, w.kind
-						 ORDER BY w.head DESC, w.since IS NOT NULL, w.since, w.pid)::pg_catalog.int4
-			END AS position,
+		   w.position,
 		   w.deadline,
-		   CASE WHEN v.visible THEN a.state END AS state,
+		   a.state,
 		   e.expires_at AS lease_expires_at
 	  FROM @extschema@.dlock_waiters_locks() AS w
 	  LEFT JOIN pg_catalog.pg_stat_activity AS a ON a.pid OPERATOR(pg_catalog.=) w.pid
-	  LEFT JOIN @extschema@.dlock_expiry AS e ON e.name OPERATOR(pg_catalog.=) w.name
-	 CROSS JOIN LATERAL (
-		SELECT coalesce(pg_catalog.pg_has_role(a.usesysid, 'MEMBER')
-						OR pg_catalog.pg_has_role('pg_read_all_stats', 'MEMBER'), false) AS visible) AS v;
+	  LEFT JOIN @extschema@.dlock_expiry AS e ON e.name OPERATOR(pg_catalog.=) w.name;
 GRANT SELECT ON @extschema@.dlock_waiters TO PUBLIC;
 
 -- Lock dlock_sql_stats_lock for this cleanup without waiting, and make

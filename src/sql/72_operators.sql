@@ -27,7 +27,11 @@ BEGIN
 		IF @extschema@.dlock_sql_nominal_us($2) > @extschema@.dlock_sql_nominal_us($1) THEN
 			RAISE EXCEPTION 'min_hold must not be longer than ttl' USING ERRCODE = '22023';
 		END IF;
-		min_hold := $2;
+		-- Stored as its nominal length, a plain time ('1 day' as
+		-- 24:00:00), as the C edition stores it: a mixed-sign interval
+		-- ('1200 mons -35999 days', one nominal day) added on the calendar
+		-- was 525 days (attack3 F4).
+		min_hold := pg_catalog.make_interval(secs => (@extschema@.dlock_sql_nominal_us($2) / 1000000)::pg_catalog.float8);
 	END IF;
 	IF $3 IS NOT NULL THEN
 		PERFORM @extschema@.dlock_sql_duration_us($3, 'lock_delay');
@@ -38,7 +42,8 @@ BEGIN
 		RAISE EXCEPTION 'lock_delay exceeds the maximum of % seconds', s.max_ttl USING ERRCODE = '22023',
 			HINT = 'The maximum is set by the column max_ttl of the table dlock_sql_settings.';
 	END IF;
-	lock_delay := NULLIF(lock_delay, '0'::pg_catalog.interval);
+	lock_delay := NULLIF(pg_catalog.make_interval(secs => (@extschema@.dlock_sql_nominal_us(lock_delay) / 1000000)::pg_catalog.float8),
+						 '0'::pg_catalog.interval);
 END
 $dlock$;
 REVOKE ALL ON FUNCTION @extschema@.dlock_sql_hold_args(pg_catalog.interval, pg_catalog.interval, pg_catalog.interval) FROM PUBLIC;
@@ -92,6 +97,7 @@ DECLARE
 	h record;
 	t pg_catalog.int8;
 	last pg_catalog.int8;
+	fresh pg_catalog.bool;
 BEGIN
 	PERFORM @extschema@.dlock_sql_check_name($1);
 	PERFORM @extschema@.dlock_sql_expiry($2, pg_catalog.clock_timestamp());
@@ -102,8 +108,16 @@ BEGIN
 	SELECT e.token INTO last FROM @extschema@.dlock_expiry AS e WHERE e.name = $1;
 	t := @extschema@.dlock_sql_acquire($1, $2, $3, $4);
 	IF t IS NOT NULL THEN
-		PERFORM @extschema@.dlock_sql_hold_store($1, t, CASE WHEN t IS DISTINCT FROM last THEN h.min_hold END,
-			h.lock_delay);
+		-- A new token is this call's only where this transaction wrote the
+		-- lease row (dlock_sql_write_new; an owner's renewal writes only
+		-- the expiry row): the lease may have changed hands during the
+		-- wait, and the call then renewed the new holder's lease, whose
+		-- minimum hold stays (attack3 F1).  A row written by another
+		-- transaction that is still in progress is not visible here.
+		fresh := t IS DISTINCT FROM last
+			AND (SELECT @extschema@.dlock_sql_xid_running(l.xmin) FROM @extschema@.dlock_lease AS l
+				  WHERE l.name = $1 AND l.token = t);
+		PERFORM @extschema@.dlock_sql_hold_store($1, t, CASE WHEN fresh THEN h.min_hold END, h.lock_delay);
 	END IF;
 	RETURN t;
 END
@@ -392,6 +406,29 @@ REVOKE ALL ON FUNCTION @extschema@.dlock_sql_revoke_lock(pg_catalog.text, pg_cat
 COMMENT ON FUNCTION @extschema@.dlock_sql_revoke_lock(pg_catalog.text, pg_catalog.int8, pg_catalog.timestamptz, pg_catalog.timestamptz) IS
 	'internal (dlock_revoke): take the hand-over''s locks on the lease of name by deadline (waiting for the lease row until slice) and keep them only for a lease to revoke, never holding the lease row while a renewal or release holds the expiry row';
 
+-- Whether a revoke of name (held by token, if not NULL) has nothing to
+-- end, read without a lock: no lease, another token, or a lease released
+-- and past its minimum hold (dlock_sql_revoke_lock's rule, which it
+-- applies again under the lock).  dlock_revoke asks before it waits and
+-- before each round, so that a checker of a released lease, which keeps
+-- the lease row's lock from it, does not make it wait (attack3 F5).
+CREATE FUNCTION @extschema@.dlock_sql_revoke_nothing(name pg_catalog.text, token pg_catalog.int8)
+RETURNS pg_catalog.bool
+LANGUAGE sql STABLE PARALLEL SAFE
+AS $dlock$
+SELECT NOT EXISTS (
+	SELECT FROM @extschema@.dlock_lease AS l
+	  JOIN @extschema@.dlock_expiry AS e ON e.name OPERATOR(pg_catalog.=) l.name
+	 WHERE l.name OPERATOR(pg_catalog.=) $1
+	   AND l.token OPERATOR(pg_catalog.=) coalesce($2, l.token)
+	   AND (e.released_at IS NULL
+			OR @extschema@.dlock_sql_available_at(l.acquired_at, e.expires_at, e.released_at, e.min_hold,
+												  e.lock_delay) OPERATOR(pg_catalog.>) pg_catalog.clock_timestamp()))
+$dlock$;
+REVOKE ALL ON FUNCTION @extschema@.dlock_sql_revoke_nothing(pg_catalog.text, pg_catalog.int8) FROM PUBLIC;
+COMMENT ON FUNCTION @extschema@.dlock_sql_revoke_nothing(pg_catalog.text, pg_catalog.int8) IS
+	'internal (dlock_revoke): whether the lease of name (held by token, if not NULL) is no lease to revoke: none, another token, or released and past its minimum hold';
+
 -- dlock_revoke: wait, as a hand-over does (FOR UPDATE on the lease row,
 -- bounded by lock_timeout: dlock_sql_revoke_lock), until no transaction
 -- holds the lease row's check protection, ending them with force once wait
@@ -417,6 +454,7 @@ SET search_path = pg_catalog, pg_temp
 AS $dlock$
 DECLARE
 	deadline pg_catalog.timestamptz;
+	span pg_catalog.interval;
 	pins pg_catalog.int4[];
 	rounds pg_catalog.int4 := 0;
 	ending pg_catalog.bool;
@@ -429,16 +467,18 @@ BEGIN
 	END IF;
 	PERFORM @extschema@.dlock_sql_writable('dlock_revoke()');
 	PERFORM @extschema@.dlock_sql_no_prepare();
-	deadline := pg_catalog.clock_timestamp() + $3;
+	-- wait by its nominal length, as it was checked (attack3 F4's note).
+	span := @extschema@.dlock_sql_duration_us($3, 'wait') * '1 microsecond'::pg_catalog.interval;
+	deadline := pg_catalog.clock_timestamp() + span;
 	waited_for := '{}';
 	ended := '{}';
 	LOOP
-		-- A token that does not hold the name now: nothing to revoke, and
-		-- no lock that would make the holder's checks skip its row
-		-- meanwhile (the token is read again under the lock below); after
-		-- a wait, nobody to end (the name has another holder).
-		IF $2 IS NOT NULL AND NOT EXISTS (SELECT FROM @extschema@.dlock_lease AS x
-										   WHERE x.name = $1 AND x.token = $2) THEN
+		-- A token that does not hold the name now, or a lease released
+		-- and past its minimum hold: nothing to revoke, and no lock that
+		-- would make the holder's checks skip its row meanwhile (read
+		-- again under the lock below); after a wait, nobody to end (the
+		-- name has another holder, or the lease was released: attack3 F5).
+		IF @extschema@.dlock_sql_revoke_nothing($1, $2) THEN
 			RETURN;
 		END IF;
 		pins := @extschema@.dlock_sql_pinners($1);
@@ -451,8 +491,7 @@ BEGIN
 			pg_catalog.clock_timestamp() + '100 ms'::pg_catalog.interval);
 		EXIT WHEN r.locked;
 		CONTINUE WHEN pg_catalog.clock_timestamp() < deadline;
-		IF $2 IS NOT NULL AND NOT EXISTS (SELECT FROM @extschema@.dlock_lease AS x
-										   WHERE x.name = $1 AND x.token = $2) THEN
+		IF @extschema@.dlock_sql_revoke_nothing($1, $2) THEN
 			RETURN;
 		END IF;
 		ending := @extschema@.dlock_sql_ending($1);
@@ -472,7 +511,7 @@ BEGIN
 		ended := ARRAY(SELECT DISTINCT p FROM pg_catalog.unnest(ended ||
 			@extschema@.dlock_sql_end_pinners($1, pins, rounds > 0)) AS p ORDER BY p);
 		rounds := rounds + 1;
-		deadline := pg_catalog.clock_timestamp() + GREATEST($3, '1 s'::pg_catalog.interval);
+		deadline := pg_catalog.clock_timestamp() + GREATEST(span, '1 s'::pg_catalog.interval);
 	END LOOP;
 	IF r.revoke_token IS NULL THEN
 		RETURN;
@@ -499,8 +538,8 @@ COMMENT ON TRIGGER dlock_sql_durable_revoke ON @extschema@.dlock_lease IS
 	'dlock (SQL edition): a revoke makes the transaction commit synchronously, whatever synchronous_commit is at the call';
 
 -- Bounded pinning (issue 27 item 7), for the head of a queue that found
--- the lease of name free: with a pin grace stored with the lease, true
--- while a transaction holds its check protection (the head then polls
+-- the lease of name free: with a pin grace stored with the lease, pinned
+-- true while a transaction holds its check protection (the head then polls
 -- instead of waiting in the row lock, so that it can act), and past the
 -- lease's expiry or release plus the grace, end those transactions (the
 -- rules of dlock_sql_end_pinners; at most every 100 ms), but none while a
@@ -508,61 +547,56 @@ COMMENT ON TRIGGER dlock_sql_durable_revoke ON @extschema@.dlock_lease IS
 -- revoke, which reads in the row as a pinner would).  Without a pin
 -- grace, false: the hand-over waits in the row lock as in 1.1.  The lock
 -- taken here (FOR UPDATE) is the hand-over's own, in its exception block.
--- When it last signalled is kept in the transaction's setting
--- dlock_sql.pin_signalled, which any caller can set: it is trusted only
--- with the name and the XID of the head's lock on the name's queue row,
--- taken in this call (a13 finding 5), so a value set before the call is
--- ignored: the first signal is a cancel.
-CREATE FUNCTION @extschema@.dlock_sql_pinned(name pg_catalog.text)
-RETURNS pg_catalog.bool
+-- When this wait last signalled is signalled, a local variable of the
+-- head's polling loop (dlock_sql_head) passed in and given back as
+-- signalled_at: nothing the caller can write (attack3 F2: the setting
+-- dlock_sql.pin_signalled, keyed by an XID the caller could predict, made
+-- the first signal a terminate), so the first signal is a cancel.
+CREATE FUNCTION @extschema@.dlock_sql_pinned(name pg_catalog.text, signalled pg_catalog.timestamptz,
+	OUT pinned pg_catalog.bool, OUT signalled_at pg_catalog.timestamptz)
 LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
+-- The LOG lines of dlock_sql_end_pinners go to the server log only, not to
+-- the waiter's client (the C edition's LOG_SERVER_ONLY); nothing here sets
+-- a setting that must outlive the call (the SET clause restores them all).
+SET client_min_messages = warning
 AS $dlock$
 DECLARE
 	e record;
 	pins pg_catalog.int4[];
-	mine pg_catalog.text;
-	last pg_catalog.text;
-	at pg_catalog.timestamptz;
 BEGIN
+	signalled_at := $2;
+	pinned := false;
 	SELECT x.pin_grace, coalesce(x.released_at, x.expires_at) + x.pin_grace AS pin_at INTO e
 	  FROM @extschema@.dlock_expiry AS x WHERE x.name = $1;
 	IF e.pin_grace IS NULL THEN
-		RETURN false;
+		RETURN;
 	END IF;
 	PERFORM FROM @extschema@.dlock_lease AS l WHERE l.name = $1 FOR UPDATE SKIP LOCKED;
 	IF FOUND OR NOT EXISTS (SELECT FROM @extschema@.dlock_lease AS l WHERE l.name = $1) THEN
-		RETURN false;
+		RETURN;
 	END IF;
+	pinned := true;
 	IF pg_catalog.clock_timestamp() < e.pin_at THEN
-		RETURN true;
-	END IF;
-	-- The key: the name and the head's lock on its queue row (held for the
-	-- whole wait, by an XID assigned in this call).
-	mine := pg_catalog.format('%s %s ', (SELECT q.xmax FROM @extschema@.dlock_sql_queue AS q WHERE q.name = $1),
-							  pg_catalog.md5($1));
-	last := pg_catalog.current_setting('dlock_sql.pin_signalled', true);
-	IF pg_catalog.left(last, pg_catalog.length(mine)) = mine THEN
-		at := pg_catalog.substr(last, pg_catalog.length(mine) + 1)::pg_catalog.timestamptz;
+		RETURN;
 	END IF;
 	-- At most one round per 100 ms.  dlock_sql_ending's probe uses a
 	-- subtransaction XID where it gets its lock: asked only before a round
 	-- that signals somebody, never while the pinners are sessions the
 	-- tables' owner may not signal (which can hold the lease for the rest
 	-- of the wait).
-	IF at IS NULL OR pg_catalog.clock_timestamp() >= at + '100 ms'::pg_catalog.interval THEN
+	IF $2 IS NULL OR pg_catalog.clock_timestamp() >= $2 + '100 ms'::pg_catalog.interval THEN
 		pins := @extschema@.dlock_sql_pinners($1);
 		IF pins <> '{}' THEN
 			IF @extschema@.dlock_sql_signallable(pins) <> '{}' AND NOT @extschema@.dlock_sql_ending($1) THEN
 				-- A cancel first, then a terminate (a session's state may
 				-- be unreadable to the tables' owner, as with revoke).
-				PERFORM @extschema@.dlock_sql_end_pinners($1, pins, at IS NOT NULL);
+				PERFORM @extschema@.dlock_sql_end_pinners($1, pins, $2 IS NOT NULL);
 			END IF;
-			PERFORM pg_catalog.set_config('dlock_sql.pin_signalled', mine || pg_catalog.clock_timestamp()::pg_catalog.text, true);
+			signalled_at := pg_catalog.clock_timestamp();
 		END IF;
 	END IF;
-	RETURN true;
 END
 $dlock$;
-REVOKE ALL ON FUNCTION @extschema@.dlock_sql_pinned(pg_catalog.text) FROM PUBLIC;
-COMMENT ON FUNCTION @extschema@.dlock_sql_pinned(pg_catalog.text) IS
-	'internal: true while a transaction holds the check protection of the free lease of name under a pin grace; past the grace, end it';
+REVOKE ALL ON FUNCTION @extschema@.dlock_sql_pinned(pg_catalog.text, pg_catalog.timestamptz) FROM PUBLIC;
+COMMENT ON FUNCTION @extschema@.dlock_sql_pinned(pg_catalog.text, pg_catalog.timestamptz) IS
+	'internal: pinned true while a transaction holds the check protection of the free lease of name under a pin grace; past the grace, end it (signalled: when this wait last signalled, given back as signalled_at)';

@@ -76,6 +76,7 @@ DECLARE
 	locked pg_catalog.text[];
 	pinned pg_catalog.text[];
 	changing pg_catalog.text[];
+	pid pg_catalog.int4;
 BEGIN
 	locked := ARRAY(SELECT l.name FROM @extschema@.dlock_lease AS l
 					 WHERE l.name OPERATOR(pg_catalog.<>) ALL (ARRAY(
@@ -83,21 +84,31 @@ BEGIN
 					 ORDER BY l.name COLLATE pg_catalog."C");
 	pinned := ARRAY(SELECT n FROM pg_catalog.unnest(locked) AS n WHERE NOT @extschema@.dlock_sql_ending(n));
 	changing := ARRAY(SELECT n FROM pg_catalog.unnest(locked) AS n WHERE n OPERATOR(pg_catalog.<>) ALL (pinned));
-	IF pg_catalog.cardinality(pinned) OPERATOR(pg_catalog.>) 0 OR pg_catalog.cardinality(changing) OPERATOR(pg_catalog.=) 0 THEN
-		RAISE EXCEPTION 'cannot import dlock leases while a transaction holds the check protection of one'
-			USING ERRCODE = '55P03',
-				  DETAIL = CASE WHEN pg_catalog.cardinality(pinned) OPERATOR(pg_catalog.=) 0
-								THEN 'A transaction that checked a lease has just ended.'
-								WHEN pg_catalog.cardinality(pinned) OPERATOR(pg_catalog.=) 1
-								THEN pg_catalog.format('A transaction that checked lease "%s" is still open; a lease does not change hands while one is.', pinned[1])
-								ELSE pg_catalog.format('Transactions that checked %s leases, among them "%s", are still open; a lease does not change hands while one is.',
-													   pg_catalog.cardinality(pinned), pinned[1]) END,
-				  HINT = 'End those transactions, or revoke the leases with dlock_revoke(name, force => true), then import again.';
+	-- The C edition's words (api.c, dlock_import_check_name): the first
+	-- lease found, and a process that holds its lock where one is told.
+	IF pg_catalog.cardinality(pinned) OPERATOR(pg_catalog.>) 0 THEN
+		pid := (@extschema@.dlock_sql_pinners(pinned[1]))[1];
+		IF pid IS NOT NULL THEN
+			RAISE EXCEPTION 'could not import dlock leases'
+				USING ERRCODE = '55P03',
+					  DETAIL = pg_catalog.format('Process %s holds the check protection of lease "%s", which the import would replace.',
+												 pid, pinned[1]),
+					  HINT = 'Wait for the transactions that hold it to end, or end them (dlock_revoke(name, force => true) does for an expired lease), then import again.';
+		END IF;
+		changing := pinned;
+	ELSIF pg_catalog.cardinality(changing) OPERATOR(pg_catalog.>) 0 THEN
+		pid := (@extschema@.dlock_sql_pinners(changing[1]))[1];
 	END IF;
-	RAISE EXCEPTION 'could not import dlock leases: a change of lease "%" is in progress', changing[1]
+	RAISE EXCEPTION 'could not import dlock leases'
 		USING ERRCODE = '55P03',
-			  DETAIL = 'A transaction that changes the lease (an acquire or a revoke) has not ended.',
-			  HINT = 'Import again once it has.';
+			  DETAIL = CASE WHEN pid IS NOT NULL
+							THEN pg_catalog.format('Process %s holds a lock on lease "%s" for a change or a check in progress, and the import would replace the lease.',
+												   pid, changing[1])
+							WHEN changing[1] IS NOT NULL
+							THEN pg_catalog.format('Another transaction held a lock on lease "%s" for a change or a check in progress, and the import would replace the lease.',
+												   changing[1])
+							ELSE 'Another transaction held a lock on a lease for a change or a check in progress, and the import would replace the lease.' END,
+			  HINT = 'Import again once that transaction has ended.';
 END
 $dlock$;
 REVOKE ALL ON FUNCTION @extschema@.dlock_sql_import_refuse() FROM PUBLIC;

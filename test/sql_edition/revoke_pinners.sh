@@ -20,7 +20,18 @@
 #     which gives up with 55P03 (finding 4);
 #   preset: a caller that sets dlock_sql.pin_signalled before it waits does
 #     not make the waiter terminate a running pinner without cancelling it
-#     first (finding 5).
+#     first (finding 5);
+#   forged: the same with the key the setting was trusted with (the XID of
+#     the waiter's queue lock, its own XID + 1, and md5 of the name): still
+#     a cancel first (attack3 F2; the waiter keeps when it signalled in a
+#     variable of its polling loop now, and reads no setting); the waiter's
+#     client, at client_min_messages log, gets no LOG line about whom it
+#     signals (7d);
+#   sweep: a waiter past the pin grace behind a pinner it cannot identify
+#     (a check in a released savepoint, with another session that can be
+#     its top-level transaction) ends nobody and makes no MultiXact per
+#     poll (attack3 F3: its probe, dlock_sql_ending, made one at every
+#     poll, sweeping the MultiXact counter through the XIDs in use).
 # The sessions are alice's and the tables' owner's (isolationtester's are a
 # superuser's, which the tables' owner may not signal); the owner is made a
 # member of pg_signal_backend, as a managed service's admin role is.
@@ -40,7 +51,7 @@ trap cleanup EXIT
 "${psql[@]}" -c "GRANT pg_signal_backend TO dlock_owner"
 # RPN_CASES: the cases to run (all by default), to see each fail alone
 # against the code before its fix.
-cases=" ${RPN_CASES:-subxact multi revoker two preset} "
+cases=" ${RPN_CASES:-subxact multi revoker two preset forged sweep} "
 want() { [[ $cases == *" $1 "* ]]; }
 
 # session_pid APP: the pid of the session of application_name APP once it
@@ -178,6 +189,49 @@ if want preset; then
 	[ "$(alive "$pid")" = 1 ] || fail "preset: the running pinner was terminated without a cancel first"
 	grep -q "canceling statement" "$dir/rpn-preset.out" || fail "preset: the pinner was not cancelled: $(cat "$dir/rpn-preset.out")"
 	"${psql[@]}" -c "SELECT pg_terminate_backend($pid)" >/dev/null
+fi
+
+# attack3 F2: the setting forged with the key the code before trusted.
+if want forged; then
+	"${psql[@]}" -c "UPDATE dlock.dlock_sql_settings SET pin_grace = '100 ms'"
+	tok=$("${psql[@]}" -U alice -c "SELECT dlock.dlock_acquire('rpn-forged', '2 s')")
+	pid=$(pinner rpn-forged alice "SELECT dlock.dlock_check('rpn-forged', $tok); SELECT pg_sleep(60);" active)
+	# The waiter's client, at client_min_messages log, gets none of the LOG
+	# lines about whom it signals (the C edition's LOG_SERVER_ONLY).
+	got=$(PGOPTIONS="-c client_min_messages=log" "${psql[@]}" -U bob -c "BEGIN" \
+		-c "SELECT set_config('dlock_sql.pin_signalled', (pg_current_xact_id()::text::int8 + 1)::text || ' '
+			|| md5('rpn-forged') || ' 2000-01-01 00:00:00+00', true) IS NOT NULL" \
+		-c "SELECT coalesce((dlock.dlock_acquire('rpn-forged', '1 min', wait => '10 s') > $tok)::text, 'busy')" \
+		-c "COMMIT" 2>"$dir/forged-waiter.err")
+	[ "$got" = $'t\ntrue' ] || fail "forged: the waiter got $got"
+	! grep -q "dlock: " "$dir/forged-waiter.err" || fail "forged: the waiter's client got $(cat "$dir/forged-waiter.err")"
+	sleep 0.2
+	[ "$(alive "$pid")" = 1 ] || fail "forged: the running pinner was terminated without a cancel first"
+	grep -q "canceling statement" "$dir/rpn-forged.out" || fail "forged: the pinner was not cancelled: $(cat "$dir/rpn-forged.out")"
+	"${psql[@]}" -c "SELECT pg_terminate_backend($pid)" >/dev/null
+	"${psql[@]}" -c "UPDATE dlock.dlock_sql_settings SET pin_grace = NULL"
+	echo "revoke_pinners: forged ok"
+fi
+
+# attack3 F3: behind a pinner nobody can be told to be, the waiter polls
+# without probing the lease row: no new MultiXact, nobody ended.
+if want sweep; then
+	"${psql[@]}" -c "UPDATE dlock.dlock_sql_settings SET pin_grace = '300 ms'"
+	other=$("${psql[@]}" -U alice -c "SELECT dlock.dlock_acquire('rpn-sweep-other', '1 min')")
+	tok=$("${psql[@]}" -U alice -c "SELECT dlock.dlock_acquire('rpn-sweep', '1 s')")
+	o=$(pinner rpn-sweep-o alice "SELECT dlock.dlock_check('rpn-sweep-other', $other);")
+	p=$(pinner rpn-sweep-p alice "SAVEPOINT s; SELECT dlock.dlock_check('rpn-sweep', $tok); RELEASE s;")
+	got=$("${psql[@]}" -c "SELECT cardinality(dlock.dlock_sql_pinners('rpn-sweep'))")
+	[ "$got" = 0 ] || fail "sweep: the pinner in a savepoint was identified ($got): the case needs it not to be"
+	before=$("${psql[@]}" -c "SELECT mxid_age('1'::xid)")
+	got=$("${psql[@]}" -U bob -c "SELECT dlock.dlock_acquire('rpn-sweep', '1 min', wait => '2 s') IS NULL")
+	after=$("${psql[@]}" -c "SELECT mxid_age('1'::xid)")
+	[ "$got" = t ] || fail "sweep: the waiter got the lease behind a pinner nobody can end"
+	[ $((after - before)) -le 1 ] || fail "sweep: the waiter made $((after - before)) MultiXacts while it polled"
+	[ "$(alive "$o")$(alive "$p")" = 11 ] || fail "sweep: the waiter ended a session ($o: $(alive "$o"), $p: $(alive "$p"))"
+	"${psql[@]}" -c "SELECT pg_terminate_backend($o), pg_terminate_backend($p)" >/dev/null
+	"${psql[@]}" -c "UPDATE dlock.dlock_sql_settings SET pin_grace = NULL"
+	echo "revoke_pinners: sweep ok"
 fi
 
 echo "revoke_pinners: all passed"

@@ -39,6 +39,13 @@ NOT_RUN = {
 # assertion on the SQL edition's tables (a lease's expiry and release are
 # in dlock_expiry: docs/editions.md, "the lease table's shape").
 REWRITE = {
+    # The C edition's dlock_import_check_name is the SQL edition's
+    # dlock_sql_import_refuse (80_move.sql): the same check of PUBLIC's
+    # privilege, on the function the SQL edition has.
+    "01_api": [
+        ("'dlock_import_check_name(text)', 'EXECUTE')",
+         "'dlock_sql_import_refuse()', 'EXECUTE')"),
+    ],
     "02_privileges": [
         ("CREATE TEMP TABLE dlock_pgtap_snap AS\n"
          "\tSELECT * FROM dlock_lease WHERE name = 'pgtap 02 shared';",

@@ -146,3 +146,18 @@ RESET ROLE;
 DELETE FROM dlock_expiry WHERE name LIKE 'h-%';
 DELETE FROM dlock_lease WHERE name LIKE 'h-%';
 DELETE FROM dlock_sql_queue WHERE name LIKE 'h-%';
+
+-- attack3 F4: a mixed-sign min_hold or lock_delay is stored as its nominal
+-- length (one day here, 24:00:00, as the C edition stores it), not as
+-- given (added on the calendar, '1200 mons -35999 days' was 525 days);
+-- through dlock_renew too (max_ttl: its default, 1 day).
+SET ROLE alice;
+SELECT dlock_acquire('h-mixed-delay', '1 s', lock_delay => '1200 mons -35999 days') AS m1 \gset
+SELECT lock_delay FROM dlock_leases WHERE name = 'h-mixed-delay';
+SELECT dlock_acquire('h-mixed-hold', '1 day', min_hold => '1200 mons -35999 days') AS m2 \gset
+SELECT min_hold FROM dlock_leases WHERE name = 'h-mixed-hold';
+SELECT dlock_renew('h-mixed-delay', :m1, '1 s', lock_delay => '2 mons -59 days') AS renewed;
+SELECT lock_delay FROM dlock_leases WHERE name = 'h-mixed-delay';
+SELECT dlock_release('h-mixed-hold', :m2) AS released;
+SELECT available_at - acquired_at AS unavailable_for FROM dlock_leases WHERE name = 'h-mixed-hold';
+RESET ROLE;
