@@ -459,6 +459,10 @@ DECLARE
 	rounds pg_catalog.int4 := 0;
 	ending pg_catalog.bool;
 	r record;
+	-- The token to end: without one, the lease's when the revoke begins,
+	-- so that a lease a waiter takes during the revoke (once the pinners it
+	-- ended are gone) is another token's (the C edition's rule, attack5 F7).
+	tok pg_catalog.int8 := $2;
 BEGIN
 	PERFORM @extschema@.dlock_sql_check_name($1);
 	PERFORM @extschema@.dlock_sql_duration_us($3, 'wait');
@@ -472,13 +476,19 @@ BEGIN
 	deadline := pg_catalog.clock_timestamp() + span;
 	waited_for := '{}';
 	ended := '{}';
+	IF tok IS NULL THEN
+		SELECT l.token INTO tok FROM @extschema@.dlock_lease AS l WHERE l.name OPERATOR(pg_catalog.=) $1;
+		IF tok IS NULL THEN
+			RETURN;
+		END IF;
+	END IF;
 	LOOP
 		-- A token that does not hold the name now, or a lease released
 		-- and past its minimum hold: nothing to revoke, and no lock that
 		-- would make the holder's checks skip its row meanwhile (read
 		-- again under the lock below); after a wait, nobody to end (the
 		-- name has another holder, or the lease was released: attack3 F5).
-		IF @extschema@.dlock_sql_revoke_nothing($1, $2) THEN
+		IF @extschema@.dlock_sql_revoke_nothing($1, tok) THEN
 			RETURN;
 		END IF;
 		pins := @extschema@.dlock_sql_pinners($1);
@@ -487,11 +497,11 @@ BEGIN
 		-- lockers read again in between: a transaction that takes the
 		-- check protection during the wait (a share lock is granted beside
 		-- the others while the revoke sleeps) is waited for too, and named.
-		r := @extschema@.dlock_sql_revoke_lock($1, $2, deadline,
+		r := @extschema@.dlock_sql_revoke_lock($1, tok, deadline,
 			pg_catalog.clock_timestamp() + '100 ms'::pg_catalog.interval);
 		EXIT WHEN r.locked;
 		CONTINUE WHEN pg_catalog.clock_timestamp() < deadline;
-		IF @extschema@.dlock_sql_revoke_nothing($1, $2) THEN
+		IF @extschema@.dlock_sql_revoke_nothing($1, tok) THEN
 			RETURN;
 		END IF;
 		ending := @extschema@.dlock_sql_ending($1);
