@@ -512,6 +512,18 @@ BEGIN
 	  ORDER BY l.name;
 	-- The counters of the rows replaced stay in the totals (a10 F9).
 	PERFORM @extschema@.dlock_stats_retire_rows() WHERE existing OPERATOR(pg_catalog.>) 0;
+	-- A replaced lease that expired without a release, which the import
+	-- writes back as it was (same name and token, not released), is the
+	-- same loss: it is counted once, when that row is taken over, cleaned
+	-- up or replaced again, not now as well (attack5 F5).
+	UPDATE @extschema@.dlock_stats_retired AS s
+	   SET lost = s.lost OPERATOR(pg_catalog.-) w.n
+	  FROM (SELECT pg_catalog.count(*) AS n
+			  FROM @extschema@.dlock_lease AS l
+			  JOIN @extschema@.dlock_import_leases(state) AS r
+				ON r.name OPERATOR(pg_catalog.=) l.name AND r.token OPERATOR(pg_catalog.=) l.token
+			 WHERE l.released_at IS NULL AND r.released_at IS NULL) AS w
+	 WHERE existing OPERATOR(pg_catalog.>) 0 AND w.n OPERATOR(pg_catalog.>) 0;
 	DELETE FROM @extschema@.dlock_lease;
 	SELECT c.system_identifier INTO sysid FROM pg_catalog.pg_control_system() AS c;
 	INSERT INTO @extschema@.dlock_lease (name, token, owner, role, acquired_at, expires_at,
