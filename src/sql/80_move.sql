@@ -125,6 +125,10 @@ AS $dlock$
 DECLARE
 	existing pg_catalog.int8;
 	held pg_catalog.int8;
+	busy_until pg_catalog.timestamptz;
+	here pg_catalog.int8;
+	stale pg_catalog.text;
+	greater pg_catalog.bool;
 	missing pg_catalog.text;
 	imported pg_catalog.int8;
 	hist record;
@@ -145,20 +149,68 @@ BEGIN
 	-- Against acquisitions, renewals, releases and other imports until the
 	-- transaction ends.
 	LOCK TABLE @extschema@.dlock_lease, @extschema@.dlock_expiry IN SHARE ROW EXCLUSIVE MODE;
+	-- busy_until: a row not held that still cannot be taken (minimum hold,
+	-- lock-delay: dlock_leases.available_at); replacing it would let its
+	-- name be taken at once, so it counts as held (the C edition's rule,
+	-- attack5 F3).
 	SELECT pg_catalog.count(*),
-		   pg_catalog.count(*) FILTER (WHERE e.released_at IS NULL
-										 AND e.expires_at OPERATOR(pg_catalog.>) pg_catalog.clock_timestamp())
-	  INTO existing, held
-	  FROM @extschema@.dlock_lease AS l
-	  LEFT JOIN @extschema@.dlock_expiry AS e ON e.name OPERATOR(pg_catalog.=) l.name;
-	IF existing OPERATOR(pg_catalog.>) 0 AND (NOT replace OR held OPERATOR(pg_catalog.>) 0) THEN
+		   pg_catalog.count(*) FILTER (WHERE l.held),
+		   pg_catalog.max(l.available_at) FILTER (WHERE NOT l.held
+													AND l.available_at OPERATOR(pg_catalog.>) pg_catalog.clock_timestamp())
+	  INTO existing, held, busy_until
+	  FROM @extschema@.dlock_leases AS l;
+	IF existing OPERATOR(pg_catalog.>) 0 AND (NOT replace OR held OPERATOR(pg_catalog.>) 0
+											  OR busy_until IS NOT NULL) THEN
 		RAISE EXCEPTION 'cannot import dlock leases into a database that has leases'
 			USING ERRCODE = '55000',
 				  DETAIL = CASE WHEN held OPERATOR(pg_catalog.>) 0 THEN 'Some of its leases are held now.'
+							 WHEN busy_until IS NOT NULL
+							 THEN pg_catalog.format('Some of its leases are unavailable until %s.', busy_until)
 							 ELSE 'None of its leases is held now.' END,
 				  HINT = CASE WHEN held OPERATOR(pg_catalog.>) 0
 							  THEN 'Release the held leases or let them expire first; dlock_import(state, replace => true) then replaces the rows.'
+							  WHEN busy_until IS NOT NULL
+							  THEN 'Wait until then; dlock_import(state, replace => true) then replaces the rows.'
 							  ELSE 'Call dlock_import(state, replace => true) to replace them.' END;
+	END IF;
+	-- Never a token this database has superseded again, never a name's
+	-- token lower (the C edition's rule, attack5 F8): an export older than
+	-- this database's leases is refused.  here: the highest token this
+	-- database handed out, by dlock_export's rule (counter, floors, lease
+	-- rows), but a counter never drawn from (a new install) counts as 0.
+	SELECT greatest(CASE WHEN s.is_called THEN s.last_value ELSE 0 END,
+					(SELECT pg_catalog.max(p.floor) FROM @extschema@.dlock_epoch AS p),
+					(SELECT pg_catalog.max(l.token) FROM @extschema@.dlock_lease AS l))
+	  INTO here
+	  FROM @extschema@.dlock_token_seq AS s;
+	IF here OPERATOR(pg_catalog.>) greatest((state OPERATOR(pg_catalog.->>) 'highest_token')::pg_catalog.int8,
+											(state OPERATOR(pg_catalog.->>) 'counter')::pg_catalog.int8) THEN
+		RAISE EXCEPTION 'cannot import a dlock export older than this database''s leases'
+			USING ERRCODE = '55000',
+				  DETAIL = 'This database has handed out tokens above the highest token of the export.',
+				  HINT = 'Take a new export of the database the leases come from (after dlock_rebase() there if this database drew tokens of its own), then import it.';
+	END IF;
+	-- With replace, the rows of names that are in the export: none has a
+	-- greater token here, and none has ended here a token that the export
+	-- has held.
+	SELECT l.name, l.token OPERATOR(pg_catalog.>) r.token INTO stale, greater
+	  FROM @extschema@.dlock_lease AS l
+	  JOIN @extschema@.dlock_import_leases(state) AS r ON r.name OPERATOR(pg_catalog.=) l.name
+	 WHERE l.token OPERATOR(pg_catalog.>) r.token
+		OR (l.token OPERATOR(pg_catalog.=) r.token AND r.released_at IS NULL
+			AND r.expires_at OPERATOR(pg_catalog.>) pg_catalog.clock_timestamp())
+	 ORDER BY l.name
+	 LIMIT 1;
+	IF greater THEN
+		RAISE EXCEPTION 'cannot import a dlock export older than this database''s leases'
+			USING ERRCODE = '55000',
+				  DETAIL = pg_catalog.format('Lease "%s" has a greater token here than in the export.', stale),
+				  HINT = 'Take a new export of the database the leases come from, then import it.';
+	ELSIF stale IS NOT NULL THEN
+		RAISE EXCEPTION 'cannot import a dlock export older than this database''s leases'
+			USING ERRCODE = '55000',
+				  DETAIL = pg_catalog.format('Lease "%s" is held in the export, and its token has since been released, revoked or has expired here.', stale),
+				  HINT = 'Take a new export of the database the leases come from, then import it.';
 	END IF;
 	-- Not while a transaction holds the check protection of a lease that
 	-- is no longer held (the row's FOR SHARE, 30_lease.sql): a lease never
@@ -185,6 +237,18 @@ BEGIN
 	END IF;
 	-- The counters of the rows replaced stay in the totals (a10 F9).
 	PERFORM @extschema@.dlock_sql_stats_retire_rows() WHERE existing OPERATOR(pg_catalog.>) 0;
+	-- A replaced lease that expired without a release, which the import
+	-- writes back as it was (same name and token, not released), is the
+	-- same loss: counted once, when that row is taken over, cleaned up or
+	-- replaced again, not now as well (the C edition's rule, attack5 F5).
+	UPDATE @extschema@.dlock_stats_retired AS s
+	   SET lost = s.lost OPERATOR(pg_catalog.-) w.n
+	  FROM (SELECT pg_catalog.count(*) AS n
+			  FROM @extschema@.dlock_expiry AS x
+			  JOIN @extschema@.dlock_import_leases(state) AS r
+				ON r.name OPERATOR(pg_catalog.=) x.name AND r.token OPERATOR(pg_catalog.=) x.token
+			 WHERE x.released_at IS NULL AND r.released_at IS NULL) AS w
+	 WHERE existing OPERATOR(pg_catalog.>) 0 AND w.n OPERATOR(pg_catalog.>) 0;
 	DELETE FROM @extschema@.dlock_sql_stats_base;
 	DELETE FROM @extschema@.dlock_expiry;
 	DELETE FROM @extschema@.dlock_lease;
@@ -230,7 +294,7 @@ END
 $dlock$;
 REVOKE ALL ON FUNCTION @extschema@.dlock_import(pg_catalog.jsonb, pg_catalog.bool) FROM PUBLIC;
 COMMENT ON FUNCTION @extschema@.dlock_import(pg_catalog.jsonb, pg_catalog.bool) IS
-	'write the leases of a dlock_export of either edition into an empty lease table (replace => true: one without held leases), holders bound by role name, and raise the token counter above the highest exported token; returns how many leases; the extension owner, superusers and roles granted EXECUTE only';
+	'write the leases of a dlock_export of either edition into an empty lease table (replace => true: one without held or still unavailable leases), holders bound by role name, and raise the token counter above the highest exported token; refuses an export older than the database''s leases; returns how many leases; the extension owner, superusers and roles granted EXECUTE only';
 
 -- The installing role runs the move: a trusted extension's functions
 -- belong to the bootstrap superuser, so the role that created the

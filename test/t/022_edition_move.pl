@@ -240,7 +240,9 @@ for my $db ('move_sql', 'move_c2')
 # An empty database, and replace => true over leases that are not held; a
 # held lease of a role that does not exist here is refused.
 sql('move_refuse', 'CREATE EXTENSION dlock_sql');
-my $gone = q{{"format": "dlock-export", "version": 1, "highest_token": 5, "counter": 5, "leases": [{"name": "x", "token": 5, "role": "move_nobody", "owner": null, "acquired_at": "2026-01-01", "expires_at": "2999-01-01", "released_at": null}]}};
+# (highest_token above anything this database hands out: an export older
+# than its leases is refused)
+my $gone = q{{"format": "dlock-export", "version": 1, "highest_token": 4000000000000000000, "counter": 4000000000000000000, "leases": [{"name": "x", "token": 5, "role": "move_nobody", "owner": null, "acquired_at": "2026-01-01", "expires_at": "2999-01-01", "released_at": null}]}};
 is(sqlstate('move_refuse', "SELECT dlock_import('$gone')"), '42704',
 	'a held lease of a missing role is refused');
 is(sql('move_refuse', 'SELECT count(*) FROM dlock_leases'), '0', 'and nothing was imported');
