@@ -460,6 +460,7 @@ SET search_path = pg_catalog, pg_temp
 AS $dlock$
 DECLARE
 	r record;
+	waited pg_catalog.bool := false;
 	holder pg_catalog.oid;
 BEGIN
 	-- The common case in one statement: the lease held by token, its
@@ -483,30 +484,14 @@ BEGIN
 	END IF;
 	-- dlock_sql_look's read, without its call and its answers not needed
 	-- here: the holder only for the token, changed only for a refusal.
-	SELECT l.token, l.role, l.role_oid, l.role_system_identifier, l.role_counter_relfilenode,
-		   e.released_at, e.released_at IS NULL AND e.expires_at > pg_catalog.clock_timestamp() AS held,
-		   e.xmax AS ex
-	  INTO r
-	  FROM @extschema@.dlock_lease AS l
-	  JOIN @extschema@.dlock_expiry AS e ON e.name = l.name
-	 WHERE l.name = $1;
 	-- Expired as last committed while a renewal (or a release, a revoke, a
 	-- hand-over) of it is in progress, whose transaction holds the expiry
 	-- row: wait for it (FOR SHARE, in a subtransaction rolled back at
-	-- once, bounded by the caller's lock_timeout only), then look again,
-	-- as the C edition's check waits for the renewal's state lock
+	-- once, bounded by the caller's lock_timeout only), then read again,
+	-- once, as the C edition's check waits for the renewal's state lock
 	-- (pin_grace_waiting_check.spec; sql_check_renewing.spec).  READ
 	-- COMMITTED only: a later snapshot shows the outcome.
-	IF r.token = $2 AND r.released_at IS NULL AND NOT r.held
-	   AND pg_catalog.current_setting('transaction_isolation') = 'read committed'
-	   AND @extschema@.dlock_sql_xid_running(r.ex) THEN
-		BEGIN
-			PERFORM FROM @extschema@.dlock_expiry AS e WHERE e.name = $1 FOR SHARE;
-			RAISE EXCEPTION 'given back' USING ERRCODE = 'DLKBY';
-		EXCEPTION
-			WHEN SQLSTATE 'DLKBY' THEN
-				NULL;
-		END;
+	LOOP
 		SELECT l.token, l.role, l.role_oid, l.role_system_identifier, l.role_counter_relfilenode,
 			   e.released_at, e.released_at IS NULL AND e.expires_at > pg_catalog.clock_timestamp() AS held,
 			   e.xmax AS ex
@@ -514,7 +499,18 @@ BEGIN
 		  FROM @extschema@.dlock_lease AS l
 		  JOIN @extschema@.dlock_expiry AS e ON e.name = l.name
 		 WHERE l.name = $1;
-	END IF;
+		EXIT WHEN waited OR NOT (r.token = $2 AND r.released_at IS NULL AND NOT r.held
+			AND pg_catalog.current_setting('transaction_isolation') = 'read committed'
+			AND @extschema@.dlock_sql_xid_running(r.ex)) IS TRUE;
+		BEGIN
+			PERFORM FROM @extschema@.dlock_expiry AS e WHERE e.name = $1 FOR SHARE;
+			RAISE EXCEPTION 'given back' USING ERRCODE = 'DLKBY';
+		EXCEPTION
+			WHEN SQLSTATE 'DLKBY' THEN
+				NULL;
+		END;
+		waited := true;
+	END LOOP;
 	IF r.held IS NOT TRUE OR r.token <> $2 THEN
 		IF r.token IS NULL THEN
 			PERFORM @extschema@.dlock_sql_unseen($1);
